@@ -1,0 +1,83 @@
+"""Results cached by content: ``.cudalint_cache/<version>/<key>.json`` under the config's
+folder, where key = hash(version, settings, enabled rules, path, file bytes). Writes are
+atomic (temp file + rename), and a cache that cannot be read or written is simply not used:
+a killed run or a full disk can never leave a result that is read back wrong.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from . import __version__
+from .diagnostics import Diagnostic
+from .engine import FileResult
+
+CACHE_DIR = ".cudalint_cache"
+TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+       "# This file is a cache directory tag created by cudalint.\n"
+       "# For information about cache directory tags see https://bford.info/cachedir/\n")
+
+
+def cache_key(path: str, data: bytes, settings_fp: str, rules: str) -> str:
+    h = hashlib.sha256()
+    for part in (__version__, settings_fp, rules, path):
+        h.update(part.encode("utf-8", "surrogateescape"))
+        h.update(b"\0")
+    h.update(data)
+    return h.hexdigest()
+
+
+class Cache:
+    def __init__(self, root: Path):
+        self.base = root / CACHE_DIR
+        self.dir = self.base / __version__
+        self._ready = False
+
+    def _prepare(self) -> bool:
+        if self._ready:
+            return True
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            tag = self.base / "CACHEDIR.TAG"
+            if not tag.exists():
+                tag.write_text(TAG)
+            gi = self.base / ".gitignore"
+            if not gi.exists():
+                gi.write_text("*\n")
+            self._ready = True
+        except OSError:
+            return False
+        return True
+
+    def get(self, key: str) -> FileResult | None:
+        try:
+            with open(self.dir / f"{key}.json", encoding="utf-8") as fh:
+                data = json.load(fh)
+            result = FileResult(data["path"], [Diagnostic.from_json(d) for d in data["d"]],
+                                {int(k): v for k, v in data["lines"].items()}, data["loc"])
+            return result
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: str, result: FileResult) -> None:
+        if not self._prepare():
+            return
+        payload = {"path": result.path, "d": [d.to_cache() for d in result.diagnostics],
+                   "lines": result.lines, "loc": result.lines_of_code}
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(payload, fh)
+                os.replace(tmp, self.dir / f"{key}.json")
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except (OSError, TypeError, ValueError):
+            return

@@ -1,0 +1,280 @@
+"""Command line, with ruff's manners.
+
+    cudalint [check] [PATH ...]      lint (default: the current folder)
+    cudalint rule CODE | --all       print a rule's documentation
+    cudalint server                  run the language server (stdio)
+
+Exit codes: 0 no findings, 1 findings (or, with --diff, files that would change),
+2 usage, configuration or internal error.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from . import __version__
+
+SUBCOMMANDS = ("check", "rule", "server", "version")
+FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
+
+
+class UsageError(Exception):
+    pass
+
+
+def _codes(value: str) -> list[str]:
+    return [c.strip().upper() for c in value.split(",") if c.strip()]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cudalint", description="Static analysis for CUDA C++ "
+                                "in Python projects.")
+    p.add_argument("--version", action="version", version=f"cudalint {__version__}")
+    sub = p.add_subparsers(dest="command")
+
+    check = sub.add_parser("check", help="lint files (the default command)")
+    check.add_argument("paths", nargs="*", help="files or folders (default: .); - for stdin")
+    check.add_argument("--select", type=_codes, action="extend", default=None,
+                       help="rule codes or prefixes to enable (replaces the default set)")
+    check.add_argument("--ignore", type=_codes, action="extend", default=None)
+    check.add_argument("--extend-select", type=_codes, action="extend", default=None)
+    check.add_argument("--output-format", choices=FORMATS, default=None)
+    check.add_argument("-o", "--output-file", default=None)
+    check.add_argument("--statistics", action="store_true",
+                       help="count findings per rule instead of listing them")
+    check.add_argument("--fix", action="store_true", default=None, help="apply safe fixes")
+    check.add_argument("--no-fix", dest="fix", action="store_false")
+    check.add_argument("--unsafe-fixes", action="store_true",
+                       help="also offer and apply unsafe fixes")
+    check.add_argument("--diff", action="store_true",
+                       help="print the changes --fix would make; write nothing")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    check.add_argument("--exit-non-zero-on-fix", action="store_true")
+    check.add_argument("--stdin-filename", default=None,
+                       help="the name of the file given on standard input")
+    check.add_argument("--config", default=None, help="use this config file only")
+    check.add_argument("--no-cache", action="store_true")
+    check.add_argument("--arch", default=None, help="target architecture, e.g. sm_90")
+    check.add_argument("--block-size", default=None,
+                       help="default block shape when no launch says it, e.g. 256 or 32,8")
+    check.add_argument("--ptxas-log", action="append", default=None,
+                       help="ptxas -v output or a build log to read (CL3xx)")
+    check.add_argument("--ptxas", action="store_true", default=None,
+                       help="compile the device code with nvcc -Xptxas -v (CL3xx)")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply exclude to files named on the command line too")
+    check.add_argument("-j", "--jobs", type=int, default=None)
+    check.add_argument("-q", "--quiet", action="store_true")
+
+    rule = sub.add_parser("rule", help="print a rule's documentation")
+    rule.add_argument("code", nargs="?")
+    rule.add_argument("--all", action="store_true")
+    rule.add_argument("--output-format", choices=("text", "json"), default="text")
+
+    sub.add_parser("server", help="run the language server on stdio")
+    sub.add_parser("version", help="print the version")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help",
+                                                                    "--version")):
+        argv.insert(0, "check")
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 2
+    try:
+        if args.command == "rule":
+            return _rule(args)
+        if args.command == "version":
+            print(f"cudalint {__version__}")
+            return 0
+        if args.command == "server":
+            from .server import serve
+            serve()
+            return 0
+        return _check(args)
+    except UsageError as exc:
+        print(f"cudalint: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:   # the last line of defence: a clear one-line error
+        from .config import ConfigError
+        if isinstance(exc, ConfigError):
+            print(f"cudalint: error: {exc}", file=sys.stderr)
+        else:
+            print(f"cudalint: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+            if os.environ.get("CUDALINT_DEBUG"):
+                raise
+        return 2
+
+
+def _rule(args) -> int:
+    from .rule import all_rules
+    rules = all_rules()
+    if args.all:
+        chosen = list(rules.values())
+    elif args.code:
+        rule = rules.get(args.code.upper())
+        if rule is None:
+            raise UsageError(f"unknown rule code `{args.code}` (see `cudalint rule --all`)")
+        chosen = [rule]
+    else:
+        raise UsageError("give a rule code (e.g. `cudalint rule CL104`) or --all")
+    if args.output_format == "json":
+        import json
+        print(json.dumps([{"code": r.code, "name": r.name, "severity": r.severity,
+                           "default_enabled": r.default_enabled, "fix": r.fix_safety,
+                           "explanation": r.doc()} for r in chosen], indent=2))
+        return 0
+    for i, r in enumerate(chosen):
+        if i:
+            print()
+        state = "" if r.default_enabled else " (off by default)"
+        fix = {"safe": "Fix is always available.", "unsafe":
+               "Fix is available (unsafe: use --unsafe-fixes)."}.get(r.fix_safety or "",
+                                                                     "No fix.")
+        print(f"# {r.name} ({r.code}){state}\n\nDefault severity: {r.severity}. {fix}\n")
+        print(r.doc())
+    return 0
+
+
+def _overrides(args) -> dict:
+    from .config import _arch, _block, ConfigError
+    from .selection import unknown_selectors
+    o: dict = {}
+    for name in ("select", "ignore", "extend_select"):
+        value = getattr(args, name)
+        if value is not None:
+            bad = unknown_selectors(tuple(value))
+            if bad:
+                raise UsageError(f"unknown rule selector `{bad[0]}` in --{name.replace('_', '-')}"
+                                 " (see `cudalint rule --all`)")
+            o[name] = tuple(value)
+    try:
+        if args.arch:
+            o["arch"] = _arch("--arch", args.arch, "command line")
+        if args.block_size:
+            o["block_size"] = _block("--block-size", [int(v) for v in
+                                                      args.block_size.split(",")],
+                                     "command line")
+    except (ConfigError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.ptxas or args.ptxas_log:
+        from dataclasses import replace as _r
+        from .config import PtxasSettings
+        o["ptxas"] = _r(PtxasSettings(), enabled=bool(args.ptxas),
+                        log=tuple(args.ptxas_log or ()))
+    return o
+
+
+def _check(args) -> int:
+    from .config import ConfigResolver
+    from .discovery import Target, discover
+    from .engine import lint_bytes
+    from .fixes import fix_text, unified_diff, write_atomic
+    from .output import FORMATS as RENDER
+    from .output.text import render_statistics
+    from .runner import run
+    from .sources.base import file_kind
+
+    if args.diff and args.fix is None:
+        args.fix = True
+    resolver = ConfigResolver(_overrides(args), Path(args.config) if args.config else None)
+    paths = args.paths or (["-"] if args.stdin_filename else ["."])
+    stdin_mode = paths == ["-"]
+
+    out_stream = open(args.output_file, "w", encoding="utf-8") if args.output_file \
+        else sys.stdout
+    console = Console(file=out_stream, highlight=False, soft_wrap=True,
+                      force_terminal=None if out_stream is sys.stdout else False)
+    fmt = args.output_format or ("concise" if args.quiet else "full")
+    fixed_total = 0
+    would_change = 0
+
+    if stdin_mode:
+        name = args.stdin_filename or "-"
+        data = sys.stdin.buffer.read()
+        path = Path(name)
+        settings = resolver.for_path(path if args.stdin_filename else Path.cwd() / "_")
+        kind = file_kind(name) or "cuda"
+        result = lint_bytes(name, data, settings, kind)
+        results = [result]
+        if args.fix or args.diff:
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                text = None
+            if text is not None:
+                fixed, n = fix_text(name, text, settings, kind, args.unsafe_fixes)
+                fixed_total += n
+                if args.diff:
+                    if fixed != text:
+                        would_change += 1
+                        sys.stdout.write(unified_diff(name, text, fixed))
+                    return 1 if would_change else 0
+                sys.stdout.write(fixed)
+                results = [lint_bytes(name, fixed.encode("utf-8"), settings, kind)]
+                remaining = sum(len(r.visible) for r in results)
+                return 0 if args.exit_zero else int(bool(remaining) or (
+                    args.exit_non_zero_on_fix and fixed_total > 0))
+    else:
+        try:
+            targets = discover(paths, resolver)
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+        if args.force_exclude:
+            from .discovery import _excluded
+            targets = [t for t in targets if not _excluded(t.path, t.settings)]
+        results = run(targets, use_cache=not args.no_cache, jobs=args.jobs)
+        if args.fix or args.diff:
+            changed: dict[int, bool] = {}
+            for i, (t, res) in enumerate(zip(targets, results)):
+                if not any(d.fix is not None and (d.fix.is_safe or args.unsafe_fixes)
+                           and not d.suppressed for d in res.diagnostics):
+                    continue
+                try:
+                    text = t.path.read_bytes().decode("utf-8-sig")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                fixed, n = fix_text(t.display, text, t.settings, t.kind, args.unsafe_fixes)
+                if fixed == text:
+                    continue
+                if args.diff:
+                    would_change += 1
+                    console.file.write(unified_diff(t.display, text, fixed))
+                else:
+                    write_atomic(t.path, fixed)
+                    fixed_total += n
+                    changed[i] = True
+            if args.diff:
+                return 1 if would_change else 0
+            if changed:
+                again = run([targets[i] for i in changed], use_cache=not args.no_cache,
+                            jobs=args.jobs)
+                for i, res in zip(changed, again):
+                    results[i] = res
+
+    if args.statistics:
+        render_statistics(results, console, unsafe_fixes=args.unsafe_fixes)
+    else:
+        RENDER[fmt](results, console, unsafe_fixes=args.unsafe_fixes)
+    if fixed_total and fmt in ("full", "concise") and not args.statistics:
+        console.print(f"Fixed {fixed_total} error{'s' if fixed_total != 1 else ''}.",
+                      highlight=False)
+    if out_stream is not sys.stdout:
+        out_stream.close()
+    remaining = sum(len(r.visible) for r in results)
+    if args.exit_zero:
+        return 0
+    if args.exit_non_zero_on_fix and fixed_total:
+        return 1
+    return 1 if remaining else 0

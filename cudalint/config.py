@@ -1,0 +1,263 @@
+"""Settings: ``[tool.cudalint]`` in pyproject.toml or a ``cudalint.toml``, found upward from
+each file (closest wins), with command-line overrides on top. Any mistake in a config file
+is a :class:`ConfigError` naming the file and the key (the CLI turns it into exit code 2).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+CONFIG_NAMES = ("cudalint.toml", ".cudalint.toml", "pyproject.toml")
+DEFAULT_EXCLUDE = [
+    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "__pycache__",
+    "__pypackages__", "node_modules", "site-packages", "build", "dist", "_build",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cudalint_cache",
+]
+
+
+class ConfigError(Exception):
+    """A config file or option the user must fix; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class PtxasSettings:
+    enabled: bool = False
+    log: tuple[str, ...] = ()          # ptxas -v logs / build logs to read
+    nvcc: str = "nvcc"
+    flags: tuple[str, ...] = ()        # extra nvcc flags for self-compilation
+    include_dirs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = tuple(DEFAULT_EXCLUDE)
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    arch: str = "sm_90"
+    block_size: tuple[int, int, int] | None = None
+    occupancy_threshold: float = 0.5
+    coalescing_threshold: float = 2.0
+    severity: tuple[tuple[str, str], ...] = ()
+    ptxas: PtxasSettings = field(default_factory=PtxasSettings)
+    defines: tuple[tuple[str, int], ...] = ()       # -D values assumed for every unit
+    config_path: str | None = None                  # where these settings came from
+    root: str = "."                                 # the config's folder (or the cwd)
+
+    def fingerprint(self) -> str:
+        data = {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in ("config_path", "root")}
+        return hashlib.sha256(json.dumps(data, default=repr, sort_keys=True).encode()).hexdigest()
+
+    def severity_of(self, code: str, default: str) -> str:
+        return dict(self.severity).get(code, default)
+
+
+# key in the file -> (Settings field, converter)
+def _str_list(key: str, value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list) or \
+            not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: `{key}` must be a list of strings, got "
+                          f"{type(value).__name__} {value!r}")
+    return tuple(value)
+
+
+def _codes(key: str, value: Any, where: str) -> tuple[str, ...]:
+    return tuple(v.strip().upper() for v in _str_list(key, value, where))
+
+
+def _bool(key: str, value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: `{key}` must be true or false, got {value!r}")
+    return value
+
+
+def _number(key: str, value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ConfigError(f"{where}: `{key}` must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _fraction(key: str, value: Any, where: str) -> float:
+    v = _number(key, value, where)
+    if v > 1:
+        v = v / 100.0 if v <= 100 else -1
+    if not 0 < v <= 1:
+        raise ConfigError(f"{where}: `{key}` must be a fraction (0.5) or percentage (50)")
+    return v
+
+
+def _arch(key: str, value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.replace("sm_", "").replace("compute_", "") \
+            .rstrip("af").isdigit():
+        raise ConfigError(f"{where}: `{key}` must be an architecture like \"sm_90\", got "
+                          f"{value!r}")
+    return "sm_" + value.split("_")[-1] if not value.startswith("sm_") else value
+
+
+def _block(key: str, value: Any, where: str) -> tuple[int, int, int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not 1 <= len(value) <= 3 or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value) \
+            or _product(value) > 1024:
+        raise ConfigError(f"{where}: `{key}` must be a block shape such as 256 or "
+                          f"[32, 8] (at most 1024 threads), got {value!r}")
+    return tuple(list(value) + [1] * (3 - len(value)))  # type: ignore[return-value]
+
+
+def _product(values: list[int]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def _per_file_ignores(key: str, value: Any, where: str):
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: `{key}` must be a table of glob = [codes]")
+    return tuple((glob, _codes(f"{key}.{glob}", codes, where)) for glob, codes in value.items())
+
+
+def _severity(key: str, value: Any, where: str):
+    if not isinstance(value, dict) or not all(
+            v in ("error", "warning", "info") for v in value.values()):
+        raise ConfigError(f"{where}: `{key}` must map codes to \"error\", \"warning\" or "
+                          f"\"info\", got {value!r}")
+    return tuple((k.upper(), v) for k, v in value.items())
+
+
+def _defines(key: str, value: Any, where: str):
+    if not isinstance(value, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value.values()):
+        raise ConfigError(f"{where}: `{key}` must map macro names to integers")
+    return tuple(value.items())
+
+
+def _ptxas(key: str, value: Any, where: str) -> PtxasSettings:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: `{key}` must be a table")
+    known = {"enabled": _bool, "log": _str_list, "nvcc": None, "flags": _str_list,
+             "include-dirs": _str_list}
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if k not in known:
+            raise ConfigError(f"{where}: unknown key `{key}.{k}` (known: "
+                              f"{', '.join(sorted(known))})")
+        if k == "nvcc":
+            if not isinstance(v, str):
+                raise ConfigError(f"{where}: `{key}.nvcc` must be a string")
+            out["nvcc"] = v
+        elif k == "log" and isinstance(v, str):
+            out["log"] = (v,)
+        else:
+            out[k.replace("-", "_")] = known[k](f"{key}.{k}", v, where)  # type: ignore[misc]
+    return PtxasSettings(**out)
+
+
+OPTIONS = {
+    "select": ("select", _codes),
+    "ignore": ("ignore", _codes),
+    "extend-select": ("extend_select", _codes),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "exclude": ("exclude", _str_list),
+    "extend-exclude": ("extend_exclude", _str_list),
+    "respect-gitignore": ("respect_gitignore", _bool),
+    "arch": ("arch", _arch),
+    "block-size": ("block_size", _block),
+    "occupancy-threshold": ("occupancy_threshold", _fraction),
+    "coalescing-threshold": ("coalescing_threshold", _number),
+    "severity": ("severity", _severity),
+    "ptxas": ("ptxas", _ptxas),
+    "defines": ("defines", _defines),
+}
+
+
+def parse_table(table: Any, where: str, base: Settings | None = None) -> Settings:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [tool.cudalint] must be a table")
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        option = OPTIONS.get(key) or OPTIONS.get(key.replace("_", "-"))
+        if option is None:
+            raise ConfigError(f"{where}: unknown option `{key}` (known: "
+                              f"{', '.join(sorted(OPTIONS))})")
+        name, convert = option
+        values[name] = convert(key, value, where)
+    return replace(base or Settings(), **values)
+
+
+def load_config_file(path: Path) -> Settings | None:
+    """Settings from one file; None for a pyproject.toml without [tool.cudalint]."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("cudalint") if isinstance(data.get("tool"), dict) \
+            else None
+        if table is None:
+            return None
+    else:
+        table = data.get("tool", {}).get("cudalint", data) if "tool" in data else data
+    settings = parse_table(table, str(path))
+    return replace(settings, config_path=str(path), root=str(path.parent))
+
+
+class ConfigResolver:
+    """Finds the closest config for each file (cached per folder), applies CLI overrides."""
+
+    def __init__(self, overrides: dict[str, Any] | None = None, forced: Path | None = None,
+                 stop_at: Path | None = None):
+        self.overrides = overrides or {}
+        self._by_dir: dict[Path, Settings] = {}
+        self._forced = self._apply(load_config_file(forced) or Settings(
+            config_path=str(forced), root=str(forced.parent))) if forced else None
+
+    def _apply(self, settings: Settings) -> Settings:
+        if not self.overrides:
+            return settings
+        values = dict(self.overrides)
+        # --extend-select / --ignore on the command line add to the file's lists
+        if "extend_select" in values:
+            values["extend_select"] = settings.extend_select + values["extend_select"]
+        if "ignore" in values:
+            values["ignore"] = settings.ignore + values["ignore"]
+        if "extend_exclude" in values:
+            values["extend_exclude"] = settings.extend_exclude + values["extend_exclude"]
+        return replace(settings, **values)
+
+    def for_path(self, path: Path) -> Settings:
+        if self._forced is not None:
+            return self._forced
+        folder = path.resolve().parent if not path.is_dir() else path.resolve()
+        return self._for_dir(folder)
+
+    def _for_dir(self, folder: Path) -> Settings:
+        cached = self._by_dir.get(folder)
+        if cached is not None:
+            return cached
+        settings = None
+        for name in CONFIG_NAMES:
+            candidate = folder / name
+            if candidate.is_file():
+                loaded = load_config_file(candidate)
+                if loaded is not None:
+                    settings = self._apply(loaded)
+                    break
+        if settings is None:
+            if folder.parent != folder:
+                settings = self._for_dir(folder.parent)
+            else:
+                settings = self._apply(Settings(root=str(Path.cwd())))
+        self._by_dir[folder] = settings
+        return settings

@@ -1,0 +1,82 @@
+"""What a rule receives.
+
+:class:`UnitContext` wraps one CUDA unit: its tree (parsed once), its model, settings, and
+a cache of analyses so that every rule asking for the same fact shares one computation:
+
+    facts = ctx.analysis(ThreadDependence)     # computed once per unit, then shared
+
+An analysis is any callable taking the context (a class or a function); its result is
+memoised by identity of the callable.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+from tree_sitter import Node, Tree
+
+from . import parse as _parse
+from .model import Model
+from .sources.base import SourceFile, Unit
+
+if TYPE_CHECKING:
+    from .config import Settings
+
+T = TypeVar("T")
+
+
+class UnitContext:
+    def __init__(self, unit: Unit, settings: "Settings"):
+        self.unit = unit
+        self.settings = settings
+        self._analyses: dict[Any, Any] = {}
+
+    @cached_property
+    def tree(self) -> Tree:
+        return _parse.parse(self.unit.data)
+
+    @property
+    def root(self) -> Node:
+        return self.tree.root_node
+
+    @cached_property
+    def model(self) -> Model:
+        return Model(self.tree, self.unit.extra_defines)
+
+    def analysis(self, factory: Callable[["UnitContext"], T]) -> T:
+        if factory not in self._analyses:
+            self._analyses[factory] = factory(self)
+        return self._analyses[factory]
+
+    def captures(self, query: str, node: Node | None = None) -> dict[str, list[Node]]:
+        return _parse.captures(query, node if node is not None else self.root)
+
+    @staticmethod
+    def text(node: Node | None) -> str:
+        return _parse.text(node)
+
+    @cached_property
+    def calls(self) -> dict[str, list[Node]]:
+        """Every call of a plain identifier, by callee name: ``{"__shfl": [call, ...]}``."""
+        by_name: dict[str, list[Node]] = {}
+        for fn in self.captures("(call_expression function: (identifier) @fn)").get("fn", []):
+            by_name.setdefault(_parse.text(fn), []).append(fn.parent)
+        return by_name
+
+    def calls_named(self, *names: str) -> list[Node]:
+        out = [c for n in names for c in self.calls.get(n, [])]
+        return sorted(out, key=lambda c: c.start_byte)
+
+
+class FileContext:
+    """For rules with target "file": a whole file of one of the rule's ``file_kinds``."""
+
+    def __init__(self, file: SourceFile, settings: "Settings"):
+        self.file = file
+        self.settings = settings
+        self._analyses: dict[Any, Any] = {}
+
+    def analysis(self, factory: Callable[["FileContext"], T]) -> T:
+        if factory not in self._analyses:
+            self._analyses[factory] = factory(self)
+        return self._analyses[factory]

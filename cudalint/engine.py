@@ -1,0 +1,249 @@
+"""Lint one file: read, split into units, run the rules once per unit, map every finding
+back to the file, apply suppressions. Never raises for bad input: problems become CL000.
+"""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+
+from . import rule_url
+from .config import Settings
+from .context import FileContext, UnitContext
+from .diagnostics import Diagnostic, Edit, Finding, Fix, edit_rc
+from .rule import Rule, all_rules
+from .selection import code_ignored, enabled_rules, per_file_ignored
+from .sources.base import SourceFile, Unit, file_kind
+from .suppressions import parse_suppressions
+
+BINARY_SNIFF = 8192
+
+
+@dataclass
+class FileResult:
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    lines: dict[int, str] = field(default_factory=dict)   # source rows the output shows
+    lines_of_code: int = 0
+    error: str | None = None                               # could not be read at all
+
+    @property
+    def visible(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if not d.suppressed]
+
+
+def decode(data: bytes) -> tuple[str | None, str | None]:
+    """(text, None) or (None, why-not)."""
+    if b"\0" in data[:BINARY_SNIFF]:
+        return None, "binary file (contains NUL bytes); skipped"
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        return None, (f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start});"
+                      " skipped")
+
+
+def lint_bytes(path: str, data: bytes, settings: Settings, kind: str | None = None
+               ) -> FileResult:
+    kind = kind or file_kind(path) or "cuda"
+    text, problem = decode(data)
+    if text is None:
+        return lint_unreadable(path, problem or "unreadable", settings)
+    return lint_text(path, text, settings, kind)
+
+
+def lint_unreadable(path: str, why: str, settings: Settings) -> FileResult:
+    result = FileResult(path)
+    if any(r.code == "CL000" for r in enabled_rules(settings)):
+        result.diagnostics.append(_notice(path, why, 1, 1, settings))
+    return result
+
+
+def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult:
+    file = SourceFile(path=path, text=text, kind=kind)
+    rules = enabled_rules(settings)
+    findings: list[tuple[type[Rule], Finding, Unit | None]] = []
+    notices: list[tuple[int, str]] = []          # (file char offset, message) -> CL000
+
+    units: list[Unit] = []
+    if kind == "cuda":
+        units.append(Unit(file=file, text=text, extra_defines=dict(settings.defines)))
+    elif kind == "python":
+        units.extend(_python_units(file, settings, notices))
+
+    unit_rules = [r for r in rules if r.target == "unit"]
+    for unit in units:
+        ctx = UnitContext(unit, settings)
+        if _wants_notices(rules):
+            for off, msg in _parse_notices(ctx):
+                notices.append((off, msg))
+        for rule in unit_rules:
+            _run(rule, ctx, unit, findings, notices)
+    file_rules = [r for r in rules if r.target == "file" and kind in r.file_kinds]
+    if file_rules:
+        fctx = FileContext(file, settings)
+        for rule in file_rules:
+            _run(rule, fctx, None, findings, notices)
+
+    diagnostics = [_to_diagnostic(rule, f, unit, file, settings) for rule, f, unit in findings]
+    if any(r.code == "CL000" for r in rules):
+        for off, msg in notices:
+            row, col = file.position(off)
+            diagnostics.append(_notice(path, msg, row, col, settings, off))
+    diagnostics = _apply_suppressions(diagnostics, file, settings, rules)
+    diagnostics.sort(key=Diagnostic.sort_key)
+    result = FileResult(path, diagnostics, lines_of_code=text.count("\n") + 1)
+    for d in diagnostics:
+        for row in range(d.row, min(d.end_row, d.row + 8) + 1):
+            result.lines[row] = file.line_text(row)
+    return result
+
+
+def _python_units(file: SourceFile, settings: Settings, notices) -> list[Unit]:
+    from .sources.python_source import extract_python_units
+    extraction = extract_python_units(file.text, file.path)
+    notices.extend(extraction.notes)
+    return [Unit(file=file, text=k.text, embedded=k, index=i,
+                 extra_defines=dict(settings.defines))
+            for i, k in enumerate(extraction.kernels)]
+
+
+def _wants_notices(rules) -> bool:
+    return any(r.code == "CL000" for r in rules)
+
+
+def _parse_notices(ctx: UnitContext) -> list[tuple[int, str]]:
+    """One CL000 per device function whose body the parser could not fully read."""
+    out = []
+    model = ctx.model
+    seen: set[int] = set()
+    for node in model.error_nodes:
+        fn = model.enclosing_function(node)
+        if fn is None or not fn.is_device or fn.node.id in seen:
+            continue
+        seen.add(fn.node.id)
+        what = "kernel" if fn.is_kernel else "device function"
+        out.append((ctx.unit.file_offset(node.start_byte),
+                    f"could not parse part of {what} `{fn.name}` (a macro or unsupported "
+                    "syntax); rules skip that region"))
+    return out
+
+
+def _run(rule: type[Rule], ctx, unit: Unit | None, findings: list, notices: list) -> None:
+    try:
+        for finding in rule().check(ctx):
+            finding.code = rule.code
+            findings.append((rule, finding, unit))
+    except Exception as exc:   # a broken rule must never take the run down
+        where = unit.file_offset(0) if unit is not None else 0
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        notices.append((where, f"internal error in rule {rule.code} ({type(exc).__name__}: "
+                               f"{exc} at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno});"
+                               " please report it"))
+
+
+def _to_diagnostic(rule: type[Rule], f: Finding, unit: Unit | None, file: SourceFile,
+                   settings: Settings) -> Diagnostic:
+    if unit is not None:
+        start, end = unit.file_span(f.start, f.end)
+    else:
+        start, end = f.start, max(f.start, f.end)
+    row, col = file.position(start)
+    end_row, end_col = file.position(end)
+    fix = _map_fix(f.fix, unit) if f.fix is not None else None
+    d = Diagnostic(code=rule.code, name=rule.name, message=f.message,
+                   severity=f.severity or settings.severity_of(rule.code, rule.severity),
+                   filename=file.path, row=row, column=col, end_row=end_row,
+                   end_column=end_col, start_offset=start, end_offset=end, fix=fix,
+                   metrics=dict(f.metrics), url=rule_url(rule.code), noqa_row=row)
+    if fix is not None:
+        d.fix_edits_rc = [edit_rc(e.content, file.position(e.start), file.position(e.end))
+                          for e in fix.edits]
+    return d
+
+
+def _map_fix(fix: Fix, unit: Unit | None) -> Fix | None:
+    """Unit-byte edits -> file-character edits; None if any edit cannot be mapped exactly."""
+    if unit is None:
+        return fix
+    edits = []
+    for e in fix.edits:
+        cs, ce = unit.char_offset(e.start), unit.char_offset(e.end)
+        if unit.embedded is None:
+            edits.append(Edit(cs, ce, e.content))
+            continue
+        mapped = unit.embedded.map_edit(cs, ce, e.content)
+        if mapped is None:
+            return None
+        edits.append(Edit(*mapped))
+    return Fix(fix.message, tuple(edits), fix.applicability)
+
+
+def _notice(path: str, message: str, row: int, col: int, settings: Settings,
+            offset: int = 0) -> Diagnostic:
+    return Diagnostic(code="CL000", name="analysis-notice", message=message,
+                      severity=settings.severity_of("CL000", "warning"), filename=path,
+                      row=row, column=col, end_row=row, end_column=col, start_offset=offset,
+                      end_offset=offset, url=rule_url("CL000"), noqa_row=row)
+
+
+def _apply_suppressions(diagnostics: list[Diagnostic], file: SourceFile, settings: Settings,
+                        rules) -> list[Diagnostic]:
+    ignored = per_file_ignored(settings, file.path)
+    if ignored:
+        diagnostics = [d for d in diagnostics if not code_ignored(d.code, ignored)]
+    sup = parse_suppressions(file.text)
+    if not sup.lines and not sup.file:
+        return diagnostics
+    for d in diagnostics:
+        directive = sup.match(d.code, d.noqa_row or d.row)
+        if directive is not None:
+            d.suppressed = True
+            directive.used.add(d.code)
+    enabled = {r.code for r in rules}
+    known = all_rules()
+    extra: list[Diagnostic] = []
+    for directive in list(sup.lines.values()) + sup.file:
+        for code, start, end in directive.code_spans:
+            if not code.startswith("CL"):
+                continue            # another tool's code (flake8, ruff): not ours to judge
+            if code not in known:
+                if "CL002" in enabled:
+                    extra.append(_engine_finding(
+                        file, "CL002", "unknown-code", settings, start, end,
+                        f"unknown rule code `{code}` in a noqa comment"))
+            elif "CL001" in enabled and code not in directive.used and code in enabled:
+                extra.append(_engine_finding(
+                    file, "CL001", "unused-suppression", settings, start, end,
+                    f"unused `noqa` directive: {code} is not reported here",
+                    fix=_remove_code_fix(file, directive, code)))
+    return diagnostics + extra
+
+
+def _engine_finding(file: SourceFile, code: str, name: str, settings: Settings, start: int,
+                    end: int, message: str, fix: Fix | None = None) -> Diagnostic:
+    row, col = file.position(start)
+    end_row, end_col = file.position(end)
+    rule = all_rules()[code]
+    d = Diagnostic(code=code, name=name, message=message,
+                   severity=settings.severity_of(code, rule.severity), filename=file.path,
+                   row=row, column=col, end_row=end_row, end_column=end_col,
+                   start_offset=start, end_offset=end, fix=fix, url=rule_url(code),
+                   noqa_row=row)
+    if fix is not None:
+        d.fix_edits_rc = [edit_rc(e.content, file.position(e.start), file.position(e.end))
+                          for e in fix.edits]
+    return d
+
+
+def _remove_code_fix(file: SourceFile, directive, code: str) -> Fix:
+    others = [c for c in directive.codes or [] if c != code]
+    if others:
+        first = directive.code_spans[0][1]
+        last = directive.code_spans[-1][2]
+        return Fix(f"Remove {code} from the noqa comment",
+                   (Edit(first, last, ", ".join(others)),), "safe")
+    # the whole comment goes, with the blank space before it
+    start = directive.start
+    while start > 0 and file.text[start - 1] in " \t":
+        start -= 1
+    return Fix("Remove the unused noqa comment", (Edit(start, directive.end, ""),), "safe")

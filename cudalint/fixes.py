@@ -1,0 +1,111 @@
+"""Applying fixes: non-overlapping edits, repeated until nothing changes (so a fix run
+twice changes nothing the second time), refused when the result parses worse than the
+original, and written atomically (temp file in the same folder + rename, mode kept).
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+from .config import Settings
+from .diagnostics import Diagnostic, Edit
+from .engine import lint_text
+from .parse import parse
+
+MAX_PASSES = 10
+
+
+def applicable(d: Diagnostic, unsafe: bool) -> bool:
+    return d.fix is not None and not d.suppressed and (d.fix.is_safe or unsafe)
+
+
+def apply_edits(text: str, diagnostics: list[Diagnostic], unsafe: bool) -> tuple[str, int]:
+    """Apply every fix that does not overlap an earlier one; returns (text, fixes applied)."""
+    chosen: list[tuple[Edit, ...]] = []
+    taken: list[tuple[int, int]] = []
+    for d in sorted((d for d in diagnostics if applicable(d, unsafe)),
+                    key=lambda d: min(e.start for e in d.fix.edits)):
+        spans = [(e.start, e.end) for e in d.fix.edits]
+        if any(s < te and ts < max(e, s + 1) or (s == e == ts) for s, e in spans
+               for ts, te in taken):
+            continue
+        taken.extend(spans)
+        chosen.append(d.fix.edits)
+    edits = sorted((e for group in chosen for e in group), key=lambda e: (e.start, e.end),
+                   reverse=True)
+    for e in edits:
+        text = text[:e.start] + e.content + text[e.end:]
+    return text, len(chosen)
+
+
+def parse_quality(text: str, kind: str) -> int:
+    """Lower is better: error nodes for CUDA, 0/1 for Python."""
+    if kind == "python":
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ast.parse(text)
+            return 0
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return 1
+    root = parse(text.encode("utf-8", "surrogatepass")).root_node
+    if not root.has_error:
+        return 0
+    count, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            count += 1
+        elif node.has_error:
+            stack.extend(node.children)
+    return count
+
+
+def fix_text(path: str, text: str, settings: Settings, kind: str, unsafe: bool
+             ) -> tuple[str, int]:
+    """Fixed text and the number of fixes applied (0 and the original if none is safe)."""
+    original_quality = parse_quality(text, kind)
+    total = 0
+    current = text
+    for _ in range(MAX_PASSES):
+        result = lint_text(path, current, settings, kind)
+        new, count = apply_edits(current, result.diagnostics, unsafe)
+        if count == 0 or new == current:
+            break
+        if parse_quality(new, kind) > original_quality:
+            break                   # never leave a file that parses worse than before
+        current, total = new, total + count
+    return current, total
+
+
+def write_atomic(path: Path, text: str) -> None:
+    data = text.encode("utf-8", "surrogatepass")
+    folder = path.parent
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = None
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".cudalint-tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    return "".join(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
+                                        fromfile=f"a/{path}", tofile=f"b/{path}"))

@@ -1,0 +1,61 @@
+"""Machine formats: json (the documented contract), json-lines, GitHub annotations, JUnit."""
+from __future__ import annotations
+
+import json
+from xml.sax.saxutils import escape, quoteattr
+
+from ..engine import FileResult
+
+
+def _write(console, text: str) -> None:
+    console.file.write(text + "\n")
+
+
+def _visible(results: list[FileResult]):
+    return [d for r in results for d in r.visible]
+
+
+def render_json(results, console, **_) -> None:
+    _write(console, json.dumps([d.to_json() for d in _visible(results)], indent=2))
+
+
+def render_json_lines(results, console, **_) -> None:
+    for d in _visible(results):
+        _write(console, json.dumps(d.to_json()))
+
+
+def _gh_escape(value: str, prop: bool = False) -> str:
+    value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        value = value.replace(":", "%3A").replace(",", "%2C")
+    return value
+
+
+def render_github(results, console, **_) -> None:
+    level = {"error": "error", "warning": "warning", "info": "notice"}
+    for d in _visible(results):
+        props = (f"title={_gh_escape(f'cudalint ({d.code})', True)},"
+                 f"file={_gh_escape(d.filename, True)},line={d.row},col={d.column},"
+                 f"endLine={d.end_row},endColumn={d.end_column}")
+        _write(console, f"::{level[d.severity]} {props}::"
+                    f"{_gh_escape(f'{d.filename}:{d.row}:{d.column}: {d.code} {d.message}')}")
+
+
+def render_junit(results, console, **_) -> None:
+    diags = _visible(results)
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             f'<testsuites name="cudalint" tests="{max(1, len(diags))}" '
+             f'failures="{len(diags)}" errors="0">',
+             f'  <testsuite name="cudalint" tests="{max(1, len(diags))}" '
+             f'failures="{len(diags)}" errors="0">']
+    if not diags:
+        lines.append('    <testcase name="cudalint" classname="cudalint"/>')
+    for d in diags:
+        name = f"{d.code} at {d.filename}:{d.row}:{d.column}"
+        lines.append(f"    <testcase name={quoteattr(name)} classname={quoteattr(d.filename)}"
+                     f' file={quoteattr(d.filename)} line="{d.row}">')
+        lines.append(f"      <failure message={quoteattr(d.message)} type={quoteattr(d.code)}>"
+                     f"{escape(f'line {d.row}, col {d.column}, {d.message}')}</failure>")
+        lines.append("    </testcase>")
+    lines += ["  </testsuite>", "</testsuites>"]
+    _write(console, "\n".join(lines))

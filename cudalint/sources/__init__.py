@@ -1,0 +1,1 @@
+"""Sources: files become units of CUDA text with a map back to file positions."""

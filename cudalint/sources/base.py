@@ -1,0 +1,132 @@
+"""Files and units.
+
+A :class:`SourceFile` is the text of one file on disk (or stdin) and knows how to turn a
+character offset into a 1-based (row, column). A :class:`Unit` is the CUDA text that gets
+parsed: the whole file for ``.cu``/``.cuh``, or one kernel string extracted from Python.
+Every position a rule reports is a byte offset in the unit's UTF-8 text; the unit, and
+only the unit, translates it back to a character offset in the file.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .python_source import EmbeddedKernel
+
+CUDA_SUFFIXES = frozenset({".cu", ".cuh"})
+# Headers are linted only when included from a .cu file or named on the command line.
+HEADER_SUFFIXES = frozenset({".h", ".hpp", ".hh", ".inl", ".cuh"})
+PYTHON_SUFFIXES = frozenset({".py", ".pyi"})
+
+
+def file_kind(path: str | Path) -> str | None:
+    suffix = Path(path).suffix.lower()
+    if suffix in CUDA_SUFFIXES:
+        return "cuda"
+    if suffix in PYTHON_SUFFIXES:
+        return "python"
+    return None
+
+
+@dataclass(eq=False)
+class SourceFile:
+    path: str                  # as displayed (relative to the working directory when possible)
+    text: str
+    kind: str                  # "cuda" | "python"
+
+    @cached_property
+    def line_starts(self) -> list[int]:
+        starts = [0]
+        text = self.text
+        i = text.find("\n")
+        while i >= 0:
+            starts.append(i + 1)
+            i = text.find("\n", i + 1)
+        return starts
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based (row, column) of a character offset; column counts characters."""
+        offset = max(0, min(offset, len(self.text)))
+        row = bisect.bisect_right(self.line_starts, offset) - 1
+        return row + 1, offset - self.line_starts[row] + 1
+
+    def offset(self, row: int, column: int) -> int:
+        """Inverse of :meth:`position` (clamped)."""
+        row = max(1, min(row, len(self.line_starts)))
+        return min(self.line_starts[row - 1] + column - 1, len(self.text))
+
+    def line_text(self, row: int) -> str:
+        starts = self.line_starts
+        if row < 1 or row > len(starts):
+            return ""
+        end = starts[row] - 1 if row < len(starts) else len(self.text)
+        return self.text[starts[row - 1]:end]
+
+
+@dataclass(eq=False)
+class Unit:
+    """CUDA text to analyse, plus the way back to the file that holds it."""
+
+    file: SourceFile
+    text: str
+    embedded: "EmbeddedKernel | None" = None
+    index: int = 0                      # n-th unit of the file
+    extra_defines: dict[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def data(self) -> bytes:
+        return self.text.encode("utf-8", "surrogatepass")
+
+    @cached_property
+    def _byte_to_char(self) -> list[int] | None:
+        if len(self.data) == len(self.text):   # pure ASCII: bytes are chars
+            return None
+        table = []
+        for i, ch in enumerate(self.text):
+            table.extend([i] * len(ch.encode("utf-8", "surrogatepass")))
+        table.append(len(self.text))
+        return table
+
+    def char_offset(self, byte_offset: int) -> int:
+        table = self._byte_to_char
+        if table is None:
+            return max(0, min(byte_offset, len(self.text)))
+        return table[max(0, min(byte_offset, len(table) - 1))]
+
+    def file_offset(self, byte_offset: int, *, end: bool = False) -> int:
+        """Character offset in the file for a byte offset in the unit.
+
+        For embedded kernels a synthetic character (wrapper code, opaque token) has no
+        file position: the nearest real character is used, or the API call itself.
+        """
+        char = self.char_offset(byte_offset)
+        if self.embedded is None:
+            return char
+        emb = self.embedded
+        if end:
+            # an end offset maps to one past the last real character before it
+            for i in range(char - 1, -1, -1):
+                mapped = emb.char_map[i] if i < len(emb.char_map) else -1
+                if mapped >= 0:
+                    return mapped + 1
+            return emb.call_end
+        for i in range(char, len(emb.char_map)):
+            if emb.char_map[i] >= 0:
+                return emb.char_map[i]
+        return emb.call_start
+
+    def file_span(self, start_byte: int, end_byte: int) -> tuple[int, int]:
+        start = self.file_offset(start_byte)
+        end = self.file_offset(end_byte, end=True) if end_byte > start_byte else start
+        return start, max(start, end)
+
+    @property
+    def label(self) -> str:
+        if self.embedded is None:
+            return self.file.path
+        name = f" {self.embedded.name}" if self.embedded.name else ""
+        return f"{self.file.path} ({self.embedded.api}{name})"
