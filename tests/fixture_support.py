@@ -1,0 +1,48 @@
+"""Inline-annotated fixtures (semgrep style), shared by every rule's tests.
+
+In ``fixtures/<CODE>/<name>.cu`` (or ``.py``), a comment ``// ruleid: CL104`` (``# ruleid:``
+in Python) says the NEXT line that is not an annotation must be reported with that code;
+``// ok: CL104`` says the next such line must not be. Several codes may be listed,
+comma-separated. Every finding of a rule in its fixture files must be on an annotated
+``ruleid`` line: anything else is a false positive and fails the test.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from cudalint.config import Settings
+from cudalint.engine import lint_bytes
+from cudalint.sources.base import file_kind
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+_ANNOT = re.compile(r"(?://|#)\s*(ruleid|ok)\s*:\s*(CL\d{3}(?:\s*,\s*CL\d{3})*)")
+
+
+def fixture_files(code: str | None = None) -> list[Path]:
+    folders = [FIXTURES / code] if code else sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+    return sorted(p for f in folders if f.is_dir() for p in f.iterdir()
+                  if file_kind(p) is not None)
+
+
+def expectations(path: Path) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
+    """({row: codes expected}, {row: codes forbidden}) from the annotations."""
+    expect: dict[int, set[str]] = {}
+    forbid: dict[int, set[str]] = {}
+    pending: list[tuple[str, set[str]]] = []
+    for row, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        m = _ANNOT.search(line)
+        if m and line.strip().startswith(("//", "#")):
+            pending.append((m.group(1), {c.strip() for c in m.group(2).split(",")}))
+            continue
+        for kind, codes in pending:
+            (expect if kind == "ruleid" else forbid).setdefault(row, set()).update(codes)
+        pending = []
+    return expect, forbid
+
+
+def lint_fixture(path: Path, codes: set[str], settings: Settings | None = None):
+    settings = replace(settings or Settings(), select=tuple(sorted(codes)))
+    return lint_bytes(str(path), path.read_bytes(), settings, file_kind(path))
