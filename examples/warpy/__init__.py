@@ -1,0 +1,1 @@
+"""warpy: warp-level reductions in every flavour of CUDA-in-Python."""
