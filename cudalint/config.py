@@ -48,6 +48,7 @@ class Settings:
     severity: tuple[tuple[str, str], ...] = ()
     ptxas: PtxasSettings = field(default_factory=PtxasSettings)
     defines: tuple[tuple[str, int], ...] = ()       # -D values assumed for every unit
+    parse_notices: bool = False     # CL000 for each kernel with a region tree-sitter can't read
     config_path: str | None = None                  # where these settings came from
     root: str = "."                                 # the config's folder (or the cwd)
 
@@ -177,6 +178,7 @@ OPTIONS = {
     "severity": ("severity", _severity),
     "ptxas": ("ptxas", _ptxas),
     "defines": ("defines", _defines),
+    "parse-notices": ("parse_notices", _bool),
 }
 
 
