@@ -1,45 +1,54 @@
 """Preprocessor context of a node: which ``#if``/``#ifdef`` branches enclose it.
 
-Code under a version or platform guard (``#if CUDA_VERSION < 9000``, ``#ifdef USE_ROCM``)
-is compatibility code for another toolkit or for HIP; rules about the modern CUDA model
-stay silent there rather than report code that is never compiled for it.
+Rules about the modern CUDA model stay silent in code that is not compiled for it:
+the HIP/ROCm side of a platform guard (``#ifdef USE_ROCM`` ... ``#else`` is CUDA code
+again), and either side of a toolkit/architecture version guard (``#if CUDA_VERSION <
+9000``): such code is deliberate compatibility code.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
 from ..parse import text
 
-_CONDITIONALS = ("preproc_if", "preproc_ifdef", "preproc_elif", "preproc_else",
-                 "preproc_elifdef")
-VERSION_OR_PLATFORM = re.compile(
-    r"CUDA_VERSION|CUDART_VERSION|__CUDACC_VER|__CUDA_ARCH__|__HIP|HIP_|USE_ROCM|"
-    r"__HIPCC__|ROCM|TORCH_HIP|WITH_HIP|__NVCC__|CUDA_ARCH")
+VERSION = re.compile(r"CUDA_VERSION|CUDART_VERSION|__CUDACC_VER|__CUDA_ARCH__|CUDA_ARCH")
+PLATFORM = re.compile(r"HIP\b|HIP_|ROCM|__HIPCC__")
 
 
-def guards(node: Node) -> list[str]:
-    """Condition texts of every enclosing conditional branch (innermost first).
+@dataclass(frozen=True)
+class Guard:
+    condition: str
+    negated: bool        # #ifndef X, #if !defined(X)
+    in_else: bool        # the node is in the #else / #elif part
 
-    An ``#else`` branch reports the condition of the ``#if`` it belongs to.
-    """
+
+def guards(node: Node) -> list[Guard]:
+    """Every enclosing conditional, innermost first."""
     out = []
+    child = node
     cur = node.parent
     while cur is not None:
-        if cur.type in _CONDITIONALS:
+        if cur.type in ("preproc_if", "preproc_ifdef"):
+            alternative = cur.child_by_field_name("alternative")
+            in_else = alternative is not None and alternative.start_byte <= child.start_byte
             cond = cur.child_by_field_name("condition") or cur.child_by_field_name("name")
-            if cond is None:      # #else: find the owning #if
-                owner = cur.parent
-                while owner is not None and owner.type not in ("preproc_if", "preproc_ifdef"):
-                    owner = owner.parent
-                if owner is not None:
-                    cond = owner.child_by_field_name("condition") or \
-                        owner.child_by_field_name("name")
-            out.append(text(cond))
+            directive = text(cur.children[0]) if cur.children else ""
+            cond_text = text(cond)
+            negated = directive.endswith("ifndef") or cond_text.lstrip().startswith("!")
+            out.append(Guard(cond_text, negated, in_else))
+        child = cur
         cur = cur.parent
     return out
 
 
-def under_version_guard(node: Node) -> bool:
-    return any(VERSION_OR_PLATFORM.search(g) for g in guards(node))
+def not_for_modern_cuda(node: Node) -> bool:
+    """True when ``node`` sits in version-guarded code or on the HIP side of a guard."""
+    for g in guards(node):
+        if VERSION.search(g.condition):
+            return True
+        if PLATFORM.search(g.condition) and (g.in_else == g.negated):
+            return True
+    return False

@@ -1,4 +1,4 @@
-from cudalint.analysis.preproc import under_version_guard
+from cudalint.analysis.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Edit, Finding, Fix
 from cudalint.rule import Rule
 
@@ -65,7 +65,7 @@ class LegacyWarpIntrinsic(Rule):
         for call in calls:
             callee = call.child_by_field_name("function")
             name = ctx.text(callee)
-            if name in own or under_version_guard(call):
+            if name in own or not_for_modern_cuda(call):
                 continue
             args = call.child_by_field_name("arguments")
             replacement = LEGACY[name]
