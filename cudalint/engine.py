@@ -66,7 +66,12 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
 
     units: list[Unit] = []
     if kind == "cuda":
-        units.append(Unit(file=file, text=text, extra_defines=dict(settings.defines)))
+        defines = dict(settings.defines)
+        if "#include" in text and path not in ("-", "<stdin>"):
+            from pathlib import Path
+            from .sources.includes import include_constants
+            defines = {**include_constants(Path(path), text), **defines}
+        units.append(Unit(file=file, text=text, extra_defines=defines))
     elif kind == "python":
         units.extend(_python_units(file, settings, notices))
 

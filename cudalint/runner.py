@@ -18,6 +18,15 @@ def _rules_key(target: Target) -> str:
     return ",".join(r.code for r in enabled_rules(target.settings))
 
 
+def _key(target: Target, data: bytes) -> str:
+    extra = ""
+    if target.kind == "cuda" and b"#include" in data:
+        from .sources.includes import include_digest
+        extra = include_digest(target.path, data.decode("utf-8", "replace"))
+    return cache_key(target.display, data, target.settings.fingerprint() + extra,
+                     _rules_key(target))
+
+
 def _read(path: Path) -> bytes | str:
     try:
         return path.read_bytes()
@@ -29,7 +38,7 @@ def _lint_one(target: Target) -> tuple[FileResult, str | None]:
     data = _read(target.path)
     if isinstance(data, str):
         return lint_unreadable(target.display, data, target.settings), None
-    key = cache_key(target.display, data, target.settings.fingerprint(), _rules_key(target))
+    key = _key(target, data)
     return lint_bytes(target.display, data, target.settings, target.kind), key
 
 
@@ -47,7 +56,7 @@ def run(targets: list[Target], use_cache: bool = True, jobs: int | None = None
         if use_cache:
             data = _read(t.path)
             if isinstance(data, bytes):
-                key = cache_key(t.display, data, t.settings.fingerprint(), _rules_key(t))
+                key = _key(t, data)
                 keys[i] = key
                 cache = caches.setdefault(t.settings.root, Cache(Path(t.settings.root)))
                 hit = cache.get(key)

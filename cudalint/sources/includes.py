@@ -1,0 +1,72 @@
+"""Integer constants from the local headers a CUDA file includes (``#include "tile.cuh"``),
+so that ``TILE`` defined in a header sizes the arrays of the ``.cu`` that includes it.
+
+Only quoted includes that resolve relative to the including file are read, two levels
+deep; nothing is searched on include paths, and a header that cannot be read adds
+nothing. The headers' bytes take part in the cache key (see :func:`include_digest`).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import lru_cache
+from pathlib import Path
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
+MAX_DEPTH = 2
+MAX_HEADER_BYTES = 2 << 20
+
+
+def local_includes(path: Path, text: str) -> list[Path]:
+    out = []
+    for m in _INCLUDE.finditer(text):
+        candidate = path.parent / m.group(1)
+        try:
+            if candidate.is_file():
+                out.append(candidate.resolve())
+        except OSError:
+            continue
+    return out
+
+
+@lru_cache(maxsize=512)
+def _header(path: Path) -> tuple[str, dict[str, int]] | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if len(data) > MAX_HEADER_BYTES or b"\0" in data[:8192]:
+        return None
+    text = data.decode("utf-8", "replace")
+    from ..model import Model
+    from ..parse import parse
+    return text, dict(Model(parse(data)).constants)
+
+
+def include_constants(path: Path, text: str, depth: int = 0,
+                      seen: frozenset[Path] = frozenset()) -> dict[str, int]:
+    env: dict[str, int] = {}
+    if depth >= MAX_DEPTH:
+        return env
+    for header in local_includes(path, text):
+        if header in seen:
+            continue
+        loaded = _header(header)
+        if loaded is None:
+            continue
+        htext, constants = loaded
+        env.update(include_constants(header, htext, depth + 1, seen | {header}))
+        env.update(constants)
+    return env
+
+
+def include_digest(path: Path, text: str) -> str:
+    """Hash of the included headers' bytes (for the cache key)."""
+    h = hashlib.sha256()
+    for header in local_includes(path, text):
+        try:
+            h.update(str(header).encode())
+            h.update(header.read_bytes())
+        except OSError:
+            continue
+    return h.hexdigest()
