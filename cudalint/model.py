@@ -46,7 +46,16 @@ class Function:
     is_template: bool = False
     launch_bounds: tuple[int | None, int | None] | None = None
     launch_bounds_node: Node | None = None
-    constants: dict[str, int] = field(default_factory=dict)  # unit constants + template defaults + locals
+    _env: dict[str, int] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def constants(self) -> dict[str, int]:
+        """Unit constants + template defaults + this function's const/constexpr locals."""
+        env = dict(self._env)
+        if self.body is not None:
+            for decl in captures("(declaration) @d", self.body).get("d", []):
+                env.update(_const_declaration(decl, env))
+        return env
 
     @property
     def is_kernel(self) -> bool:
@@ -148,6 +157,17 @@ class Model:
     def device_functions(self) -> list[Function]:
         return [f for f in self.functions if f.is_device]
 
+    @cached_property
+    def declared_names(self) -> frozenset[str]:
+        """Names of every function defined or declared and every macro: cheap, no model."""
+        caps = captures(
+            """
+            (function_declarator declarator: (identifier) @n)
+            (preproc_function_def name: (identifier) @n)
+            (preproc_def name: (identifier) @n)
+            """, self.root)
+        return frozenset(text(n) for n in caps.get("n", []))
+
     def function_named(self, name: str) -> list[Function]:
         return [f for f in self.functions if f.name == name]
 
@@ -210,10 +230,7 @@ class Model:
                 fn.launch_bounds = (vals[0] if vals else None, vals[1] if len(vals) > 1 else None)
         for p in fn.params:   # parameters shadow constants of the same name
             env.pop(p.name, None)
-        if fn.body is not None:
-            for decl in captures("(declaration) @d", fn.body).get("d", []):
-                env.update(_const_declaration(decl, env))
-        fn.constants = env
+        fn._env = env
         return fn
 
     # ---- arrays --------------------------------------------------------------------

@@ -59,9 +59,7 @@ class LegacyWarpIntrinsic(Rule):
         if not calls:
             return
         # a unit that defines these names itself (compatibility macros or wrappers) owns them
-        own = {ctx.text(n) for n in ctx.captures(
-            "(preproc_function_def name: (identifier) @n) (preproc_def name: (identifier) @n)"
-        ).get("n", [])} | {f.name for f in ctx.model.functions}
+        own = ctx.model.declared_names
         for call in calls:
             callee = call.child_by_field_name("function")
             name = ctx.text(callee)
