@@ -45,4 +45,9 @@ def expectations(path: Path) -> tuple[dict[int, set[str]], dict[int, set[str]]]:
 
 def lint_fixture(path: Path, codes: set[str], settings: Settings | None = None):
     settings = replace(settings or Settings(), select=tuple(sorted(codes)))
+    # ptxas-driven rules (CL3xx): a committed log captured from compiling this very
+    # fixture, ``<name>.ptxas.log`` beside it, is what the rules read
+    log = path.with_suffix(".ptxas.log")
+    if log.is_file() and not settings.ptxas.log:
+        settings = replace(settings, ptxas=replace(settings.ptxas, log=(str(log),)))
     return lint_bytes(str(path), path.read_bytes(), settings, file_kind(path))
