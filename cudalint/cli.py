@@ -168,6 +168,13 @@ def _overrides(args) -> dict:
                                      "command line")
     except (ConfigError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    if args.ptxas:
+        import shutil
+        if shutil.which("nvcc") is None:
+            from .analysis.ptxas_run import nvcc_problem
+            problem = nvcc_problem("nvcc")
+            if problem:   # exit 2: the user asked for compilation explicitly
+                raise UsageError(problem)
     if args.ptxas or args.ptxas_log:
         from dataclasses import replace as _r
         from .config import PtxasSettings

@@ -236,6 +236,12 @@ class ConfigResolver:
             values["ignore"] = settings.ignore + values["ignore"]
         if "extend_exclude" in values:
             values["extend_exclude"] = settings.extend_exclude + values["extend_exclude"]
+        if "ptxas" in values:
+            # --ptxas / --ptxas-log add to [tool.cudalint.ptxas]; nvcc, flags stay
+            cli = values["ptxas"]
+            values["ptxas"] = replace(settings.ptxas,
+                                      enabled=settings.ptxas.enabled or cli.enabled,
+                                      log=settings.ptxas.log + cli.log)
         return replace(settings, **values)
 
     def for_path(self, path: Path) -> Settings:
