@@ -1,0 +1,931 @@
+"""Thread-index analysis: the byte address each lane of a warp touches, per memory access.
+
+For every array access in a kernel (a subscript or ``*`` dereference of a pointer
+parameter, of a pointer derived from one, or of a ``__shared__`` array) the engine
+evaluates the address expression concretely for the 32 lanes of a warp, following local
+variables to their reaching definitions, multi-dimensional arrays, pointer arithmetic,
+vector casts and struct fields. Non-affine index arithmetic (``%``, ``/``, ``^``, ``&``)
+is therefore exact, not approximated.
+
+Everything the kernel cannot know at compile time and that is the same for every lane
+(kernel parameters, ``blockIdx``, ``gridDim``, loop counters, accumulated offsets) is a
+*uniform symbol*, given several sample values. Each access is evaluated for every
+combination of (sample, warp) in one pass over vectors of columns; a figure that changes
+between samples depends on an unknown and the rules must not claim it exactly.
+
+Anything the engine cannot follow (an unknown function, a data-dependent index such as
+``a[idx[i]]``, a pointer read from memory, a variable written on several paths) makes the
+access *opaque*: it is simply not reported.
+
+    facts = ctx.analysis(LaneAnalysis)
+    for access in facts.accesses:
+        access.sectors_per_request()   # CL201 figures, per (sample, warp) group
+        access.wavefronts()            # CL202 figures
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from tree_sitter import Node
+
+from ..consteval import sizeof_type
+from ..parse import captures, text
+
+if TYPE_CHECKING:
+    from ..context import UnitContext
+    from ..model import ArrayDecl, Function
+
+WARP = 32
+SECTOR = 32
+BANKS = 32
+BANK_BYTES = 4
+
+# sample values of uniform symbols; sample 0 is "the first block, the first iteration"
+PARAM_SAMPLES = (1, 37, 1024)          # sizes, strides, offsets passed to the kernel
+BLOCK_IDX_SAMPLES = (0, 1, 5)
+GRID_DIM_SAMPLES = (1, 3, 64)
+COUNTER_SAMPLES = (0, 1, 3)            # how many times an accumulating update has run
+N_SAMPLES = 3
+
+_VECTOR_FIELDS = {"x": 0, "y": 1, "z": 2, "w": 3}
+_VECTOR_COMPONENT = {
+    "float2": "float", "float3": "float", "float4": "float", "int2": "int", "int3": "int",
+    "int4": "int", "uint2": "unsigned", "uint4": "unsigned", "double2": "double",
+    "__half2": "__half", "half2": "__half", "char4": "char", "uchar4": "unsigned char",
+    "short2": "short", "short4": "short", "longlong2": "long long", "char2": "char",
+}
+_EXTRA_SIZES = {"char4": 4, "uchar4": 4, "short2": 4, "short4": 8, "longlong2": 16,
+                "char2": 2, "ulonglong2": 16, "double4": 32, "uint3": 12,
+                "unsigned long": 8, "signed": 4}
+_INT_WORDS = ("int", "long", "short", "char", "size_t", "unsigned", "signed", "auto",
+              "int8_t", "int16_t", "int32_t", "int64_t", "uint", "index_t", "bool")
+
+
+class Opaque(Exception):
+    """The engine cannot know this value lane by lane."""
+
+
+@dataclass(frozen=True)
+class BlockShape:
+    dims: tuple[int, int, int]
+    source: str          # "launch" | "python-launch" | "launch_bounds" | "config"
+
+    @property
+    def threads(self) -> int:
+        return self.dims[0] * self.dims[1] * self.dims[2]
+
+
+@dataclass
+class Access:
+    """One memory access site and the byte offset each lane touches."""
+    node: Node                   # the subscript / dereference expression (report here)
+    kernel: "Function"
+    space: str                   # "global" | "shared"
+    region: str                  # the parameter or shared array it goes through
+    elem_type: str
+    width: int                   # bytes per lane
+    is_load: bool
+    is_store: bool
+    block: BlockShape
+    # one row of WARP byte offsets (None: lane inactive) per (sample, warp) group
+    groups: list[list[int | None]]
+    array: "ArrayDecl | None" = None
+    index_text: str = ""
+    struct_field: str | None = None
+    struct_type: str | None = None
+
+    def sectors_per_request(self) -> list[int]:
+        return [sectors(row, self.width) for row in self.groups]
+
+    def wavefronts(self) -> list[int]:
+        return [wavefronts(row, self.width) for row in self.groups]
+
+    @property
+    def ideal_sectors(self) -> int:
+        return max(1, WARP * self.width // SECTOR)
+
+    @property
+    def ideal_wavefronts(self) -> int:
+        return max(1, self.width // BANK_BYTES)
+
+    def lane_stride_bytes(self) -> int | None:
+        """Byte step between consecutive active lanes, when it is the same everywhere."""
+        steps = set()
+        for row in self.groups:
+            live = [a for a in row if a is not None]
+            steps.update(b - a for a, b in zip(live, live[1:]))
+        return steps.pop() if len(steps) == 1 else None
+
+
+def sectors(row: Iterable[int | None], width: int) -> int:
+    """Distinct 32-byte sectors the active lanes' [addr, addr+width) ranges touch."""
+    touched = set()
+    for a in row:
+        if a is not None:
+            touched.update(range(a // SECTOR, (a + width - 1) // SECTOR + 1))
+    return len(touched)
+
+
+def wavefronts(row: list[int | None], width: int) -> int:
+    """Shared-memory wavefronts for one warp-wide access.
+
+    The warp is served in phases of 128 bytes (32 lanes for up to 4-byte accesses, half
+    warps for 8 bytes, quarter warps for 16 bytes); in each phase, the number of
+    wavefronts is the largest number of DISTINCT 4-byte words that fall into one bank
+    (lanes reading the same word share it: broadcast).
+    """
+    lanes_per_phase = WARP // max(1, width // BANK_BYTES)
+    total = 0
+    for start in range(0, WARP, lanes_per_phase):
+        words_by_bank: dict[int, set[int]] = {}
+        for a in row[start:start + lanes_per_phase]:
+            if a is None:
+                continue
+            for w in range(a // BANK_BYTES, (a + width - 1) // BANK_BYTES + 1):
+                words_by_bank.setdefault(w % BANKS, set()).add(w)
+        if words_by_bank:
+            total += max(len(ws) for ws in words_by_bank.values())
+    return total
+
+
+# ---------------------------------------------------------------------------------------
+# block shape
+
+def block_shape(ctx: "UnitContext", fn: "Function") -> BlockShape | None:
+    """The block shape a kernel runs with, and where it came from (None: unknown)."""
+    shapes = {l.block for l in ctx.model.launches if l.kernel == fn.name and l.block}
+    if len(shapes) == 1:
+        return BlockShape(shapes.pop(), "launch")
+    if len(shapes) > 1:
+        return None
+    emb = getattr(ctx.unit, "embedded", None)
+    if emb is not None:
+        py = set()
+        for launch in getattr(emb, "launches", None) or []:
+            name = getattr(launch, "kernel", None)
+            block = getattr(launch, "block", None)
+            if block and (name in (None, fn.name)):
+                py.add(tuple(list(block) + [1] * (3 - len(block))))
+        if len(py) == 1:
+            return BlockShape(py.pop(), "python-launch")
+        if len(py) > 1:
+            return None
+    if fn.launch_bounds and fn.launch_bounds[0]:
+        return BlockShape((fn.launch_bounds[0], 1, 1), "launch_bounds")
+    if ctx.settings.block_size:
+        return BlockShape(tuple(ctx.settings.block_size), "config")  # type: ignore[arg-type]
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# types
+
+@dataclass
+class StructType:
+    name: str
+    size: int
+    fields: dict[str, tuple[int, str]]      # name -> (byte offset, type)
+
+
+def _struct_types(root: Node) -> dict[str, StructType]:
+    out: dict[str, StructType] = {}
+    for spec in captures("(struct_specifier name: (type_identifier) @n body: "
+                         "(field_declaration_list) @b)", root).get("b", []):
+        name = text(spec.parent.child_by_field_name("name"))
+        offset, align, fields = 0, 1, {}
+        ok = True
+        for fd in spec.named_children:
+            if fd.type != "field_declaration":
+                continue
+            ftype = text(fd.child_by_field_name("type"))
+            size = type_size(ftype, out)
+            if size is None:
+                ok = False
+                break
+            falign = min(size, 16) if ftype in _VECTOR_COMPONENT or size in (1, 2, 4, 8, 16) \
+                else 4
+            if ftype in ("float3", "int3", "uint3"):
+                falign = 4
+            if ftype in out:
+                falign = 4
+            for d in fd.children_by_field_name("declarator"):
+                if d.type != "field_identifier":
+                    ok = False
+                    break
+                offset = -(-offset // falign) * falign
+                fields[text(d)] = (offset, ftype)
+                offset += size
+                align = max(align, falign)
+            if not ok:
+                break
+        if ok and fields:
+            out[name] = StructType(name, -(-offset // align) * align, fields)
+    return out
+
+
+def type_size(name: str, structs: dict[str, StructType] | None = None) -> int | None:
+    name = " ".join(name.replace("const", " ").replace("volatile", " ")
+                    .replace("struct ", " ").split())
+    size = sizeof_type(name) or _EXTRA_SIZES.get(name)
+    if size is None and structs and name in structs:
+        size = structs[name].size
+    return size
+
+
+# ---------------------------------------------------------------------------------------
+# values: vectors over columns (sample, warp, lane)
+
+@dataclass
+class Ptr:
+    space: str
+    region: str
+    offset: tuple               # bytes, per column
+    pointee: str                # element type
+    dims: tuple = ()            # remaining array dims (shared arrays)
+    array: "ArrayDecl | None" = None
+    field: str | None = None    # a struct field read out of an array of structs
+
+
+@dataclass
+class _Decl:
+    node: Node                  # declaration / parameter_declaration
+    declarator: Node            # init_declarator or plain declarator
+    scope: Node                 # the block / for statement where it lives
+    type_text: str
+    pointer: int
+    value: Node | None
+
+
+class KernelLanes:
+    """Evaluates the address of every access of one kernel, lane by lane."""
+
+    def __init__(self, ctx: "UnitContext", fn: "Function", block: BlockShape,
+                 structs: dict[str, StructType]):
+        self.ctx, self.fn, self.block, self.structs = ctx, fn, block, structs
+        self.env = fn.constants
+        bx, by, bz = block.dims
+        nthreads = block.threads
+        nwarps = max(1, -(-nthreads // WARP))
+        warps = sorted({0, 1, nwarps - 1} & set(range(nwarps)))
+        cols = []
+        for s in range(N_SAMPLES):
+            for w in warps:
+                for lane in range(WARP):
+                    t = w * WARP + lane
+                    cols.append((s, t))
+        self.cols = cols
+        self.n = len(cols)
+        self.groups = N_SAMPLES * len(warps)
+        self.active0 = tuple(t < nthreads for _, t in cols)
+        self.tid = {
+            "x": tuple(t % bx for _, t in cols),
+            "y": tuple((t // bx) % by for _, t in cols),
+            "z": tuple(t // (bx * by) for _, t in cols),
+        }
+        self.used_tid: set[str] = set()
+        self._writes: dict[str, list[Node]] | None = None
+        self._counter_ids: dict[tuple[int, int], int] = {}
+        self._visiting: set[int] = set()
+
+    # -- helpers --------------------------------------------------------------------
+    def const(self, v: int) -> tuple:
+        return (v,) * self.n
+
+    def sampled(self, values: tuple[int, ...]) -> tuple:
+        return tuple(values[s] for s, _ in self.cols)
+
+    @property
+    def writes(self) -> dict[str, list[Node]]:
+        """Every write to a plain identifier in the kernel: assignments and ++/--."""
+        if self._writes is None:
+            w: dict[str, list[Node]] = {}
+            caps = captures("""
+                (assignment_expression left: (identifier) @a)
+                (update_expression argument: (identifier) @u)
+                (pointer_expression operator: "&" argument: (identifier) @r)
+                """, self.fn.body)
+            for kind in ("a", "u", "r"):
+                for ident in caps.get(kind, []):
+                    w.setdefault(text(ident), []).append(ident.parent)
+            self._writes = w
+        return self._writes
+
+    # -- integers -------------------------------------------------------------------
+    def int_value(self, node: Node) -> tuple:
+        t = node.type
+        if t == "number_literal":
+            s = text(node).lower().rstrip("ul")
+            try:
+                return self.const(int(s, 0))
+            except ValueError:
+                raise Opaque(node) from None
+        if t == "parenthesized_expression":
+            inner = [c for c in node.named_children if c.type != "comment"]
+            if len(inner) != 1:
+                raise Opaque(node)
+            return self.int_value(inner[0])
+        if t == "field_expression":
+            return self._builtin(node)
+        if t == "identifier" or t == "qualified_identifier":
+            return self._identifier(node)
+        if t == "binary_expression":
+            op = text(node.child_by_field_name("operator"))
+            a = self.int_value(node.child_by_field_name("left"))
+            b = self.int_value(node.child_by_field_name("right"))
+            return _binop(op, a, b, node)
+        if t == "unary_expression":
+            op = text(node.child_by_field_name("operator"))
+            a = self.int_value(node.child_by_field_name("argument"))
+            fn = {"-": lambda x: -x, "+": lambda x: x, "~": lambda x: ~x,
+                  "!": lambda x: int(not x)}.get(op)
+            if fn is None:
+                raise Opaque(node)
+            return tuple(fn(x) for x in a)
+        if t == "conditional_expression":
+            c = self.int_value(node.child_by_field_name("condition"))
+            a = self.int_value(node.child_by_field_name("consequence"))
+            b = self.int_value(node.child_by_field_name("alternative"))
+            return tuple(x if k else y for k, x, y in zip(c, a, b))
+        if t == "cast_expression":
+            ty = text(node.child_by_field_name("type"))
+            if not any(w in ty for w in _INT_WORDS) or "*" in ty:
+                raise Opaque(node)
+            return self.int_value(node.child_by_field_name("value"))
+        if t == "call_expression":
+            return self._call(node)
+        if t == "sizeof_expression":
+            ty = node.child_by_field_name("type")
+            size = type_size(text(ty), self.structs) if ty is not None else None
+            if size is None:
+                raise Opaque(node)
+            return self.const(size)
+        if t in ("true", "false"):
+            return self.const(int(t == "true"))
+        raise Opaque(node)
+
+    def _builtin(self, node: Node) -> tuple:
+        base = text(node.child_by_field_name("argument"))
+        comp = text(node.child_by_field_name("field"))
+        if comp not in ("x", "y", "z"):
+            raise Opaque(node)
+        axis = "xyz".index(comp)
+        if base == "threadIdx":
+            self.used_tid.add(comp)
+            return self.tid[comp]
+        if base == "blockDim":
+            return self.const(self.block.dims[axis])
+        if base == "blockIdx":
+            return self.sampled(BLOCK_IDX_SAMPLES)
+        if base == "gridDim":
+            return self.sampled(GRID_DIM_SAMPLES)
+        raise Opaque(node)
+
+    def _call(self, node: Node) -> tuple:
+        name = text(node.child_by_field_name("function"))
+        args = [a for a in node.child_by_field_name("arguments").named_children
+                if a.type != "comment"]
+        vals = [self.int_value(a) for a in args]
+        if name in ("min", "umin", "std::min", "::min") and len(vals) == 2:
+            return tuple(map(min, *vals))
+        if name in ("max", "umax", "std::max", "::max") and len(vals) == 2:
+            return tuple(map(max, *vals))
+        if name in ("__mul24", "__umul24") and len(vals) == 2:
+            return tuple(a * b for a, b in zip(*vals))
+        if name in ("static_cast", "int", "unsigned", "size_t") and len(vals) == 1:
+            return vals[0]
+        fnode = node.child_by_field_name("function")
+        if fnode.type == "template_function" and text(
+                fnode.child_by_field_name("name")) == "static_cast" and len(vals) == 1:
+            targs = text(fnode.child_by_field_name("arguments"))
+            if any(w in targs for w in _INT_WORDS) and "*" not in targs:
+                return vals[0]
+        raise Opaque(node)
+
+    def _identifier(self, node: Node) -> tuple:
+        name = text(node)
+        decl = self.declaration_of(node)
+        if decl is None:
+            if name in self.env:
+                return self.const(self.env[name])
+            p = self.fn.param(name)
+            if p is not None and not p.is_pointer and not p.is_reference:
+                return self.sampled(PARAM_SAMPLES)
+            if name in self.fn.template_params:
+                return self.sampled(PARAM_SAMPLES)
+            raise Opaque(node)
+        if decl.pointer:
+            raise Opaque(node)
+        return self._decl_value(decl, node, self.int_value)
+
+    # -- declarations and reaching values ---------------------------------------------
+    def declaration_of(self, ident: Node) -> _Decl | None:
+        """The local declaration an identifier use refers to (nearest enclosing scope)."""
+        name = text(ident)
+        cur, child = ident.parent, ident
+        body = self.fn.body
+        while cur is not None:
+            if cur.type in ("compound_statement", "for_statement", "for_range_loop",
+                            "translation_unit"):
+                found = None
+                for c in cur.named_children:
+                    if c.start_byte >= ident.start_byte and c.id != child.id:
+                        break
+                    if c.type == "declaration" and c.id != child.id:
+                        d = _declares(c, name)
+                        if d is not None:
+                            found = _Decl(c, d[0], cur, text(c.child_by_field_name("type")),
+                                          d[1], d[2])
+                    elif c.type == "declaration" and c.id == child.id:
+                        d = _declares(c, name)
+                        if d is not None and d[0].end_byte <= ident.start_byte:
+                            found = _Decl(c, d[0], cur, text(c.child_by_field_name("type")),
+                                          d[1], d[2])
+                if found is not None:
+                    return found
+            if cur.id == body.id:
+                return None
+            child, cur = cur, cur.parent
+        return None
+
+    def _decl_value(self, decl: _Decl, use: Node, evaluate: Callable[[Node], object]):
+        """The value a declared variable holds at a use: its initializer, plus uniform
+        accumulated updates; anything else (reassignment, address taken) is opaque."""
+        if decl.node.id in self._visiting:
+            raise Opaque(use)
+        quals = {text(c) for c in decl.node.children if c.type in (
+            "type_qualifier", "storage_class_specifier")}
+        if "__shared__" in quals or "static" in quals or "extern" in quals:
+            raise Opaque(use)
+        name = text(use)
+        writes = [w for w in self.writes.get(name, [])
+                  if decl.scope.start_byte <= w.start_byte < decl.scope.end_byte
+                  and w.start_byte >= decl.node.end_byte]
+        self._visiting.add(decl.node.id)
+        try:
+            init = decl.value
+            increments: list[tuple[Node, int]] = []
+            for w in writes:
+                if w.type == "update_expression":
+                    op = text(w.child_by_field_name("operator"))
+                    increments.append((w, 1 if op == "++" else -1))
+                elif w.type == "assignment_expression":
+                    op = text(w.child_by_field_name("operator"))
+                    if op in ("+=", "-="):
+                        increments.append((w, 0))
+                    elif op == "=" and init is None and len(writes) == 1 and \
+                            _same_block(w, decl):
+                        init = w.child_by_field_name("right")
+                    else:
+                        raise Opaque(use)
+                else:
+                    raise Opaque(use)        # address taken
+            if init is None:
+                raise Opaque(use)
+            if init.type in ("initializer_list", "argument_list"):
+                if init.named_child_count != 1:
+                    raise Opaque(use)
+                init = init.named_children[0]
+            value = evaluate(init)
+            if not increments:
+                return value
+            if isinstance(value, Ptr):
+                raise Opaque(use)          # moving pointers: not followed
+            total = list(value)
+            for k, (w, sign) in enumerate(increments):
+                if sign:
+                    step = self.const(sign)
+                else:
+                    step = self.int_value(w.child_by_field_name("right"))
+                    if text(w.child_by_field_name("operator")) == "-=":
+                        step = tuple(-x for x in step)
+                if not self._uniform(step):
+                    raise Opaque(use)
+                count = self.sampled(tuple(
+                    c + (k % 2) for c in COUNTER_SAMPLES))
+                total = [t + c * s for t, c, s in zip(total, count, step)]
+            return tuple(total)
+        finally:
+            self._visiting.discard(decl.node.id)
+
+    def _uniform(self, vec: tuple) -> bool:
+        for g in range(self.groups):
+            chunk = vec[g * WARP:(g + 1) * WARP]
+            if len(set(chunk)) > 1:
+                return False
+        return True
+
+    # -- pointers -------------------------------------------------------------------
+    def pointer(self, node: Node) -> Ptr:
+        t = node.type
+        if t == "parenthesized_expression":
+            inner = [c for c in node.named_children if c.type != "comment"]
+            if len(inner) != 1:
+                raise Opaque(node)
+            return self.pointer(inner[0])
+        if t == "identifier":
+            return self._pointer_identifier(node)
+        if t == "binary_expression":
+            op = text(node.child_by_field_name("operator"))
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if op not in ("+", "-"):
+                raise Opaque(node)
+            try:
+                p = self.pointer(left)
+                off = self.int_value(right)
+            except Opaque:
+                if op == "-":
+                    raise
+                p = self.pointer(right)
+                off = self.int_value(left)
+            size = self._elem_size(p, node)
+            sign = -1 if op == "-" else 1
+            return Ptr(p.space, p.region, tuple(a + sign * b * size
+                                                  for a, b in zip(p.offset, off)),
+                       p.pointee, p.dims[1:] if p.dims else (), p.array)
+        if t == "cast_expression":
+            ty = node.child_by_field_name("type")
+            return self._cast(node, ty, node.child_by_field_name("value"))
+        if t == "call_expression":
+            fnode = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            if fnode is not None and fnode.type == "template_function" and text(
+                    fnode.child_by_field_name("name")) in ("reinterpret_cast", "static_cast") \
+                    and args is not None and args.named_child_count == 1:
+                targs = fnode.child_by_field_name("arguments")
+                ty = targs.named_children[0] if targs and targs.named_children else None
+                return self._cast(node, ty, args.named_children[0])
+            raise Opaque(node)
+        if t == "pointer_expression" and text(node.child_by_field_name("operator")) == "&":
+            arg = node.child_by_field_name("argument")
+            p, width = self.lvalue(arg)
+            return p
+        if t == "subscript_expression":
+            p, _ = self.lvalue(node)
+            if not p.dims:
+                raise Opaque(node)      # an element read from memory used as a pointer
+            return p
+        raise Opaque(node)
+
+    def _cast(self, node: Node, ty: Node | None, value: Node) -> Ptr:
+        tt = text(ty) if ty is not None else ""
+        if tt.count("*") != 1:
+            raise Opaque(node)
+        base = tt.replace("*", " ").replace("const", " ").replace("volatile", " ")
+        base = " ".join(base.replace("__restrict__", " ").split())
+        if type_size(base, self.structs) is None:
+            raise Opaque(node)
+        p = self.pointer(value)
+        return Ptr(p.space, p.region, p.offset, base, (), p.array)
+
+    def _elem_size(self, p: Ptr, node: Node) -> int:
+        size = type_size(p.pointee, self.structs)
+        if size is None:
+            raise Opaque(node)
+        for d in p.dims[1:]:
+            if d is None:
+                raise Opaque(node)
+            size *= d
+        return size
+
+    def _pointer_identifier(self, node: Node) -> Ptr:
+        name = text(node)
+        decl = self.declaration_of(node)
+        if decl is not None:
+            arr = self._shared_array(name, decl.node)
+            if arr is not None:
+                return self._array_ptr(arr)
+            if decl.pointer != 1:
+                raise Opaque(node)
+            return self._decl_value(decl, node, self.pointer)
+        p = self.fn.param(name)
+        if p is not None:
+            if p.pointer_depth + int(p.is_array) != 1:
+                raise Opaque(node)
+            return Ptr("global", name, self.const(0), p.base_type)
+        arr = self._shared_array(name, None)
+        if arr is not None:
+            return self._array_ptr(arr)
+        raise Opaque(node)
+
+    def _shared_array(self, name: str, decl_node: Node | None) -> "ArrayDecl | None":
+        for a in self.ctx.model.shared_arrays:
+            if a.name != name:
+                continue
+            if decl_node is not None and a.node.id != decl_node.id:
+                continue
+            if decl_node is None and a.function is not None and a.function is not self.fn:
+                continue
+            return a
+        return None
+
+    def _array_ptr(self, arr: "ArrayDecl") -> Ptr:
+        if type_size(arr.elem_type, self.structs) is None:
+            raise Opaque(arr.node)
+        return Ptr("shared", arr.name, self.const(0), arr.elem_type, tuple(arr.dims), arr)
+
+    def lvalue(self, node: Node) -> tuple[Ptr, int]:
+        """Where an lvalue expression lives, and how many bytes it is."""
+        t = node.type
+        if t == "parenthesized_expression":
+            inner = [c for c in node.named_children if c.type != "comment"]
+            if len(inner) != 1:
+                raise Opaque(node)
+            return self.lvalue(inner[0])
+        if t == "subscript_expression":
+            p = self.pointer(node.child_by_field_name("argument"))
+            idx_list = node.child_by_field_name("indices")
+            idx_nodes = [c for c in idx_list.named_children if c.type != "comment"] \
+                if idx_list is not None else []
+            if len(idx_nodes) != 1:
+                raise Opaque(node)
+            idx = self.int_value(idx_nodes[0])
+            size = self._elem_size(p, node)
+            off = tuple(a + b * size for a, b in zip(p.offset, idx))
+            q = Ptr(p.space, p.region, off, p.pointee, p.dims[1:] if p.dims else (), p.array)
+            return q, size
+        if t == "pointer_expression" and text(node.child_by_field_name("operator")) == "*":
+            p = self.pointer(node.child_by_field_name("argument"))
+            size = self._elem_size(p, node)
+            return Ptr(p.space, p.region, p.offset, p.pointee, p.dims[1:] if p.dims else (),
+                       p.array), size
+        if t == "field_expression" and text(node.child_by_field_name("operator")) == ".":
+            p, _ = self.lvalue(node.child_by_field_name("argument"))
+            if p.dims:
+                raise Opaque(node)
+            fname = text(node.child_by_field_name("field"))
+            pointee = " ".join(p.pointee.replace("const", " ").split())
+            st = self.structs.get(pointee)
+            if st is not None and fname in st.fields:
+                off, ftype = st.fields[fname]
+            elif pointee in _VECTOR_COMPONENT and fname in _VECTOR_FIELDS:
+                ftype = _VECTOR_COMPONENT[pointee]
+                off = _VECTOR_FIELDS[fname] * type_size(ftype)  # type: ignore[operator]
+            else:
+                raise Opaque(node)
+            fsize = type_size(ftype, self.structs)
+            if fsize is None:
+                raise Opaque(node)
+            return Ptr(p.space, p.region, tuple(a + off for a in p.offset), ftype, (),
+                       p.array, fname if st is not None else None), fsize
+        raise Opaque(node)
+
+    # -- which lanes run an access ---------------------------------------------------------
+    def active(self, node: Node) -> tuple:
+        """Lanes that reach ``node``: conditions on the thread index alone are applied;
+        conditions on anything else (bounds checks, data) are assumed to hold."""
+        act = list(self.active0)
+        cur, child = node.parent, node
+        while cur is not None and cur.id != self.fn.body.id:
+            if cur.type == "if_statement":
+                cond = cur.child_by_field_name("condition")
+                mask = self._thread_condition(cond)
+                if mask is not None:
+                    cons = cur.child_by_field_name("consequence")
+                    taken = cons is not None and cons.start_byte <= child.start_byte \
+                        < cons.end_byte
+                    act = [a and (bool(m) == taken) for a, m in zip(act, mask)]
+            child, cur = cur, cur.parent
+        return tuple(act)
+
+    def _thread_condition(self, cond: Node | None) -> tuple | None:
+        if cond is None:
+            return None
+        inner = cond
+        while inner.type in ("condition_clause", "parenthesized_expression") and \
+                inner.named_child_count == 1:
+            inner = inner.named_children[0]
+        try:
+            saved = set(self.used_tid)
+            vec = self.int_value(inner)
+            self.used_tid = saved
+        except Opaque:
+            return None
+        # depends on a uniform symbol (a bound such as n): assume it holds
+        first = vec[:len(vec) // N_SAMPLES]
+        for s in range(1, N_SAMPLES):
+            part = vec[s * len(first):(s + 1) * len(first)]
+            if part != first:
+                return None
+        return vec
+
+
+def _binop(op: str, a: tuple, b: tuple, node: Node) -> tuple:
+    try:
+        if op == "+":
+            return tuple(x + y for x, y in zip(a, b))
+        if op == "-":
+            return tuple(x - y for x, y in zip(a, b))
+        if op == "*":
+            return tuple(x * y for x, y in zip(a, b))
+        if op == "/":
+            return tuple(_cdiv(x, y) for x, y in zip(a, b))
+        if op == "%":
+            return tuple(x - y * _cdiv(x, y) for x, y in zip(a, b))
+        if op == "<<":
+            return tuple(x << y for x, y in zip(a, b))
+        if op == ">>":
+            return tuple(x >> y for x, y in zip(a, b))
+        if op == "&":
+            return tuple(x & y for x, y in zip(a, b))
+        if op == "|":
+            return tuple(x | y for x, y in zip(a, b))
+        if op == "^":
+            return tuple(x ^ y for x, y in zip(a, b))
+        cmp = {"<": int.__lt__, ">": int.__gt__, "<=": int.__le__, ">=": int.__ge__,
+               "==": int.__eq__, "!=": int.__ne__}.get(op)
+        if cmp is not None:
+            return tuple(int(cmp(x, y)) for x, y in zip(a, b))
+        if op == "&&":
+            return tuple(int(bool(x and y)) for x, y in zip(a, b))
+        if op == "||":
+            return tuple(int(bool(x or y)) for x, y in zip(a, b))
+    except (ZeroDivisionError, ValueError):
+        raise Opaque(node) from None
+    raise Opaque(node)
+
+
+def _cdiv(x: int, y: int) -> int:
+    q = abs(x) // abs(y)
+    return q if (x >= 0) == (y >= 0) else -q
+
+
+def _declares(decl: Node, name: str) -> tuple[Node, int, Node | None] | None:
+    """(declarator, pointer depth, initializer) if ``decl`` declares ``name``."""
+    for d in decl.children_by_field_name("declarator"):
+        value = None
+        if d.type == "init_declarator":
+            value = d.child_by_field_name("value")
+            inner = d.child_by_field_name("declarator")
+        else:
+            inner = d
+        depth = 0
+        cur = inner
+        while cur is not None and cur.type in ("pointer_declarator", "reference_declarator",
+                                               "array_declarator"):
+            if cur.type == "pointer_declarator":
+                depth += 1
+            elif cur.type == "reference_declarator":
+                depth += 100                    # references: not followed
+            else:
+                depth += 200 if cur.type == "array_declarator" else 0
+            cur = cur.child_by_field_name("declarator") or next(
+                (c for c in cur.named_children if c.type in (
+                    "identifier", "pointer_declarator", "array_declarator")), None)
+        if cur is not None and cur.type == "identifier" and text(cur) == name:
+            return d, depth, value
+    return None
+
+
+def _same_block(write: Node, decl: _Decl) -> bool:
+    """A plain assignment that runs unconditionally, right in the declaring block."""
+    cur = write.parent
+    while cur is not None and cur.type in ("expression_statement",):
+        cur = cur.parent
+    return cur is not None and cur.id == decl.scope.id
+
+
+# ---------------------------------------------------------------------------------------
+# the analysis
+
+_ACCESS_QUERY = """
+(subscript_expression) @s
+(pointer_expression operator: "*") @d
+"""
+
+
+@dataclass
+class LaneAnalysis:
+    """Every evaluable memory access of every kernel of a unit (ctx.analysis(...))."""
+    accesses: list[Access] = field(default_factory=list)
+    blocks: dict[str, BlockShape | None] = field(default_factory=dict)
+
+    def __init__(self, ctx: "UnitContext"):
+        self.accesses = []
+        self.blocks = {}
+        kernels = [k for k in ctx.model.kernels if k.body is not None]
+        if not kernels:
+            return
+        structs = _struct_types(ctx.root)
+        for fn in kernels:
+            self.accesses.extend(_kernel_accesses(ctx, fn, structs, self.blocks))
+
+
+def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
+    caps = captures(_ACCESS_QUERY, fn.body)
+    candidates = sorted(caps.get("s", []) + caps.get("d", []), key=lambda n: n.start_byte)
+    if not candidates:
+        return []
+    declared = block_shape(ctx, fn)
+    blocks[fn.name] = declared
+    if declared is None:
+        return []
+    lanes = KernelLanes(ctx, fn, declared, structs)
+    out = []
+    for node in candidates:
+        if _is_inner(node):
+            continue
+        target = node
+        parent = node.parent
+        while parent is not None and parent.type == "field_expression" and \
+                text(parent.child_by_field_name("operator")) == "." and \
+                parent.child_by_field_name("argument").id == target.id:
+            target = parent
+            parent = parent.parent
+        if parent is not None and parent.type == "pointer_expression" and \
+                text(parent.child_by_field_name("operator")) == "&":
+            continue
+        lanes.used_tid = set()
+        try:
+            p, width = lanes.lvalue(target)
+            if p.dims:
+                continue                        # an inner row, not an element
+            act = lanes.active(node)
+        except Opaque:
+            continue
+        except (RecursionError, OverflowError, ValueError, TypeError, AttributeError):
+            continue
+        if declared.source == "launch_bounds" and lanes.used_tid - {"x"}:
+            continue
+        is_store, is_load = _direction(target)
+        offsets = [o if a else None for o, a in zip(p.offset, act)]
+        groups = [offsets[g * WARP:(g + 1) * WARP] for g in range(lanes.groups)]
+        idx = node.child_by_field_name("indices")
+        out.append(Access(node=node, kernel=fn, space=p.space, region=p.region,
+                          elem_type=p.pointee, width=width, is_load=is_load,
+                          is_store=is_store, block=declared, groups=groups, array=p.array,
+                          index_text=text(idx) if idx is not None else "",
+                          struct_field=p.field,
+                          struct_type=_struct_of(target) if p.field else None))
+    return out
+
+
+def _struct_of(node: Node) -> str | None:
+    return text(node.child_by_field_name("argument")) if node.type == "field_expression" \
+        else None
+
+
+def _is_inner(node: Node) -> bool:
+    """A subscript that is the base of another subscript (``t[i]`` in ``t[i][j]``)."""
+    parent = node.parent
+    return parent is not None and parent.type == "subscript_expression" and \
+        parent.child_by_field_name("argument").id == node.id
+
+
+def _direction(node: Node) -> tuple[bool, bool]:
+    """(is_store, is_load) for an lvalue expression."""
+    cur = node
+    parent = cur.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        cur, parent = parent, parent.parent
+    if parent is not None and parent.type == "assignment_expression" and \
+            parent.child_by_field_name("left").id == cur.id:
+        op = text(parent.child_by_field_name("operator"))
+        return True, op != "="
+    if parent is not None and parent.type == "update_expression":
+        return True, True
+    return False, True
+
+
+# ---------------------------------------------------------------------------------------
+# figures for the rules
+
+def _block_metrics(access: Access) -> dict:
+    return {"block": list(access.block.dims), "block_source": access.block.source}
+
+
+def coalescing_figures(access: Access) -> dict | None:
+    """CL201 metrics; None when the figure depends on unknowns in a way that could go
+    either side of "coalesced" (the minimum over samples is reported otherwise)."""
+    per_group = access.sectors_per_request()
+    per_group = [s for s, row in zip(per_group, access.groups) if any(
+        a is not None for a in row)]
+    if not per_group:
+        return None
+    fig = {"sectors_per_request": min(per_group),
+           "ideal_sectors_per_request": access.ideal_sectors,
+           "exact": len(set(per_group)) == 1}
+    if not fig["exact"]:
+        fig["sectors_per_request_max"] = max(per_group)
+    stride = access.lane_stride_bytes()
+    if stride is not None:
+        fig["stride_bytes"] = stride
+    fig.update(_block_metrics(access))
+    return fig
+
+
+def bank_conflict_figures(access: Access) -> dict | None:
+    per_group = [w for w, row in zip(access.wavefronts(), access.groups) if any(
+        a is not None for a in row)]
+    if not per_group:
+        return None
+    ideal = access.ideal_wavefronts
+    fig = {"wavefronts": min(per_group), "ideal_wavefronts": ideal,
+           "bank_ways": min(per_group) / ideal, "exact": len(set(per_group)) == 1}
+    if fig["bank_ways"] == int(fig["bank_ways"]):
+        fig["bank_ways"] = int(fig["bank_ways"])
+    if not fig["exact"]:
+        fig["wavefronts_max"] = max(per_group)
+    fig.update(_block_metrics(access))
+    return fig

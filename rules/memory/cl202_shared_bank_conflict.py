@@ -1,0 +1,78 @@
+from cudalint.analysis.lanes import LaneAnalysis, bank_conflict_figures
+from cudalint.analysis.preproc import not_for_modern_cuda
+from cudalint.diagnostics import Finding
+from cudalint.rule import Rule
+
+
+class SharedBankConflict(Rule):
+    """## What it does
+    Finds `__shared__` memory accesses where lanes of one warp hit the same 4-byte bank
+    at different addresses, and reports the n-way degree: the number of shared-memory
+    wavefronts the access takes divided by the minimum for its width (1 for up to 4
+    bytes per lane, 2 for 8 bytes, 4 for 16 bytes). The lane addresses are computed from
+    the kernel's block shape (launch site, `__launch_bounds__` or the `block-size`
+    setting), so padded tiles, XOR swizzles and broadcasts get exact answers.
+
+    ## Why is this bad?
+    Shared memory has 32 banks of 4 bytes. Lanes that read different words of the same
+    bank are served one after another: a column walk over a `float tile[32][32]` takes
+    32 wavefronts instead of 1, so the access runs 32 times slower.
+
+    ## Example
+    ```cuda
+    __shared__ float tile[32][32];
+    sum += tile[threadIdx.x][k];      // 32-way bank conflict
+    ```
+
+    ## Use instead
+    ```cuda
+    __shared__ float tile[32][33];    // one word of padding per row
+    sum += tile[threadIdx.x][k];      // conflict-free
+    ```
+
+    ## References
+    - Tuning CUDA Applications for Kepler, 1.4.3 "Shared Memory and Warp Shuffle"
+      (bank width and conflicts), in `shared/seeds/`
+    - CUDA C++ Best Practices Guide, "Shared Memory and Memory Banks"
+    """
+    code = "CL202"
+    name = "shared-bank-conflict"
+    severity = "warning"
+
+    def check(self, ctx):
+        facts = ctx.analysis(LaneAnalysis)
+        for access in facts.accesses:
+            if access.space != "shared":
+                continue
+            fig = bank_conflict_figures(access)
+            if fig is None or fig["bank_ways"] < 2 or not_for_modern_cuda(access.node):
+                continue
+            ways = fig["bank_ways"]
+            ways_txt = f"{ways:g}"
+            yield Finding.at(
+                access.node,
+                f"{ways_txt}-way bank conflict on {ctx.text(access.node)} "
+                f"({_describe(access)}): {fig['wavefronts']:g} wavefronts instead of "
+                f"{fig['ideal_wavefronts']}; {_remedy(access)}",
+                metrics=fig)
+
+
+def _describe(access) -> str:
+    arr = access.array
+    if arr is None:
+        return f"{access.width}-byte lanes"
+    dims = "".join(f"[{d}]" if d is not None else "[]" for d in arr.dims)
+    return f"{arr.name} is {arr.elem_type}{dims}"
+
+
+def _remedy(access) -> str:
+    arr = access.array
+    if arr is not None and len(arr.dims) >= 2 and all(d is not None for d in arr.dims):
+        dims = list(arr.dims)
+        elem = max(1, arr.elem_size or 4)
+        # one bank's worth of padding, or one whole vector for 8/16-byte lanes
+        dims[-1] += max(1, max(access.width, 4) // elem)
+        padded = "".join(f"[{d}]" for d in dims)
+        return (f"pad the rows: `__shared__ {arr.elem_type} {arr.name}{padded};` "
+                f"or XOR-swizzle the column index with the row")
+    return "use an odd stride in 4-byte words, or XOR-swizzle the index with the lane"
