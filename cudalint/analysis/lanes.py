@@ -95,6 +95,7 @@ class Access:
     index_text: str = ""
     struct_field: str | None = None
     struct_type: str | None = None
+    expr_text: str = ""          # the whole accessed expression, field included
 
     def sectors_per_request(self) -> list[int]:
         return [sectors(row, self.width) for row in self.groups]
@@ -856,7 +857,7 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
                           elem_type=p.pointee, width=width, is_load=is_load,
                           is_store=is_store, block=declared, groups=groups, array=p.array,
                           index_text=text(idx) if idx is not None else "",
-                          struct_field=p.field,
+                          struct_field=p.field, expr_text=text(target),
                           struct_type=_struct_of(target) if p.field else None))
     return out
 

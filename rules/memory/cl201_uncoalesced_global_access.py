@@ -56,7 +56,7 @@ class UncoalescedGlobalAccess(Rule):
             yield Finding.at(
                 access.node,
                 f"uncoalesced {'store' if access.is_store and not access.is_load else 'load'}"
-                f" {ctx.text(access.node)}: {stride_txt} makes a warp touch "
+                f" {access.expr_text or ctx.text(access.node)}: {stride_txt} makes a warp touch "
                 f"{fig['sectors_per_request']:g} 32-byte sectors per request instead of "
                 f"{fig['ideal_sectors_per_request']}; {_remedy(access, stride)}",
                 metrics=fig)

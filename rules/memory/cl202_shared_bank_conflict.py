@@ -51,7 +51,7 @@ class SharedBankConflict(Rule):
             ways_txt = f"{ways:g}"
             yield Finding.at(
                 access.node,
-                f"{ways_txt}-way bank conflict on {ctx.text(access.node)} "
+                f"{ways_txt}-way bank conflict on {access.expr_text or ctx.text(access.node)} "
                 f"({_describe(access)}): {fig['wavefronts']:g} wavefronts instead of "
                 f"{fig['ideal_wavefronts']}; {_remedy(access)}",
                 metrics=fig)
