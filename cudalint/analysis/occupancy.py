@@ -132,11 +132,14 @@ class Occupancy:
 
 
 def occupancy(arch: str | ArchLimits, registers: int, block: int, smem: int = 0,
-              dynamic_smem: int = 0, barriers: int = 0, optin: bool = True) -> Occupancy:
+              dynamic_smem: int = 0, barriers: int = 0, optin: bool = True,
+              max_threads_per_block: int | None = None) -> Occupancy:
     """Active blocks/warps per SM for a kernel; ``smem`` static, ``dynamic_smem`` at launch.
 
     ``optin``: the kernel raised ``cudaFuncAttributeMaxDynamicSharedMemorySize`` as far as
     needed (the per-block limit is then the opt-in maximum, else the 48 KB default).
+    ``max_threads_per_block``: the kernel's own limit (``__launch_bounds__``); a larger
+    block does not launch.
     """
     lim = arch if isinstance(arch, ArchLimits) else limits_for(arch)
     if lim is None:
@@ -145,7 +148,8 @@ def occupancy(arch: str | ArchLimits, registers: int, block: int, smem: int = 0,
     limits: dict[str, int] = {}
     big = 1 << 30
     # warps
-    limits["warps"] = 0 if block > lim.max_threads_per_block or block <= 0 else \
+    kernel_max = min(lim.max_threads_per_block, max_threads_per_block or 1 << 30)
+    limits["warps"] = 0 if block > kernel_max or block <= 0 else \
         lim.max_warps_per_sm // warps_per_block
     limits["blocks"] = lim.max_blocks_per_sm
     # registers
@@ -205,6 +209,8 @@ def launch_bounds_register_cap(arch: str | ArchLimits, max_threads: int | None,
         return None
     blocks = max(min_blocks or 1, 1)
     warps = -(-max_threads // WARP)
+    if blocks * warps > lim.max_warps_per_sm:
+        blocks = 1   # ptxas: "threads per SM out of range, .minnctapersm will be ignored"
     per_thread = lim.regs_per_sm // (blocks * warps * WARP)
     step = lim.reg_alloc_unit // WARP
     return min(lim.max_regs_per_thread, per_thread - per_thread % step)

@@ -90,10 +90,40 @@ def build(work: Path, fixture: Path, kernels: list[str], maxrreg: int | None):
 
 
 def ptxas_registers(log: str) -> dict[str, tuple[int, int]]:
+    """{kernel: (registers, barriers)} for sm_90, by mangled name (no demangler needed:
+    the fixture kernels are plain functions, ``_Z<len><name>...``)."""
     sys.path.insert(0, str(ROOT))
     from cudalint.analysis.ptxas_log import parse_log
-    return {r.base_name: (r.registers, r.barriers or 0) for r in parse_log(log)
-            if r.entry and r.registers is not None and r.arch == "sm_90"}
+    out = {}
+    for r in parse_log(log):
+        m = re.match(r"_Z(\d+)", r.mangled)
+        if r.entry and r.registers is not None and r.arch == "sm_90" and m:
+            n = int(m.group(1))
+            out[r.mangled[m.end():m.end() + n]] = (r.registers, r.barriers or 0)
+    return out
+
+
+def annotate_ptxas(truth_path: Path) -> None:
+    """Fill ptxas_registers/barriers of an existing truth.json by rebuilding the drivers
+    here (same nvcc build as on the device: compile-time facts, no GPU needed). The first
+    device run (2025 session) matched names through the demangler, absent there."""
+    data = json.loads(truth_path.read_text())
+    work = Path("/tmp/cudalint_gputruth_build")
+    work.mkdir(parents=True, exist_ok=True)
+    facts: dict[tuple[str, int | None], dict[str, tuple[int, int]]] = {}
+    for fixture in sorted((FIX / "CL303").glob("*.cu")):
+        kernels = kernels_of(fixture)
+        with ThreadPoolExecutor(8) as pool:
+            for maxrreg, _, rc, log in pool.map(lambda r: build(work, fixture, kernels, r),
+                                                MAXRREG):
+                if rc == 0:
+                    facts[(fixture.name, maxrreg)] = ptxas_registers(log)
+    for rec in data["records"]:
+        got = facts.get((rec["fixture"], rec["maxrregcount"]), {}).get(rec["kernel"])
+        if got is not None:
+            rec["ptxas_registers"], rec["barriers"] = got
+    data["ptxas_facts_from"] = run(["nvcc", "--version"]).stdout.strip().splitlines()[-1]
+    truth_path.write_text(json.dumps(data, indent=1) + "\n")
 
 
 def capture_logs(out: Path) -> None:
@@ -116,9 +146,14 @@ def capture_logs(out: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
     ap.add_argument("--compile-only", action="store_true")
+    ap.add_argument("--annotate-ptxas", metavar="TRUTH_JSON",
+                    help="only fill ptxas_registers/barriers of an existing truth.json")
     args = ap.parse_args()
+    if args.annotate_ptxas:
+        annotate_ptxas(Path(args.annotate_ptxas))
+        return 0
     out = Path(args.out)
     work = Path("/tmp/cudalint_gputruth_build")   # binaries stay out of OUT
     work.mkdir(parents=True, exist_ok=True)
