@@ -273,8 +273,8 @@ def _check(args) -> int:
     if args.statistics:
         render_statistics(results, console, unsafe_fixes=args.unsafe_fixes)
     else:
-        RENDER[fmt](results, console, unsafe_fixes=args.unsafe_fixes)
-    if fixed_total and fmt in ("full", "concise") and not args.statistics:
+        RENDER[fmt](results, console, unsafe_fixes=args.unsafe_fixes, quiet=args.quiet)
+    if fixed_total and fmt in ("full", "concise") and not args.statistics and not args.quiet:
         console.print(f"Fixed {fixed_total} error{'s' if fixed_total != 1 else ''}.",
                       highlight=False)
     if out_stream is not sys.stdout:

@@ -24,16 +24,19 @@ def _fix_marker(d: Diagnostic, unsafe: bool) -> str:
     return "[*] " if d.fix.is_safe or unsafe else ""
 
 
-def render_concise(results, console: Console, unsafe_fixes: bool = False, **_) -> None:
+def render_concise(results, console: Console, unsafe_fixes: bool = False,
+                   quiet: bool = False, **_) -> None:
     for d in _all(results):
         console.print(
             f"[bold]{escape(d.filename)}[/]:{d.row}:{d.column}: "
             f"[{_STYLE[d.severity]}]{d.code}[/] {escape(_fix_marker(d, unsafe_fixes))}"
             f"{escape(d.message)}", highlight=False, soft_wrap=True)
-    _summary(results, console, unsafe_fixes)
+    if not quiet:
+        _summary(results, console, unsafe_fixes)
 
 
-def render_full(results, console: Console, unsafe_fixes: bool = False, **_) -> None:
+def render_full(results, console: Console, unsafe_fixes: bool = False, quiet: bool = False,
+                **_) -> None:
     by_file = {r.path: r for r in results}
     for d in _all(results):
         res = by_file[d.filename]
@@ -51,7 +54,8 @@ def render_full(results, console: Console, unsafe_fixes: bool = False, **_) -> N
             tag = "" if d.fix.is_safe else " (unsafe)"
             console.print(f"  [cyan]= help[/]: {escape(d.fix.message)}{tag}", highlight=False)
         console.print()
-    _summary(results, console, unsafe_fixes)
+    if not quiet:
+        _summary(results, console, unsafe_fixes)
 
 
 def _excerpt(console: Console, res: FileResult, d: Diagnostic) -> None:

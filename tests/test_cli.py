@@ -1,0 +1,287 @@
+"""The command line, end to end: exit codes, formats, config, fixes, cache, bad input."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from cudalint.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+LEGACY = "__global__ void k(float* a) {\n    a[0] = __shfl(a[1], 0);\n}\n"
+CLEAN = "__global__ void k(float* a) {\n    a[0] = __shfl_sync(0xffffffffu, a[1], 0);\n}\n"
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def proj(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    return tmp_path
+
+
+# ---------------------------------------------------------------------------------------
+# exit codes and the basic contract
+
+
+def test_exit_codes(proj, capsys):
+    (proj / "bad.cu").write_text(LEGACY)
+    (proj / "good.cu").write_text(CLEAN)
+    assert cli(capsys, "check", "good.cu")[0] == 0
+    code, out, _ = cli(capsys, "bad.cu")                       # `check` is the default
+    assert code == 1 and "bad.cu:2:12: CL104" in out
+    assert cli(capsys, "bad.cu", "--exit-zero")[0] == 0
+    assert cli(capsys, "missing.cu")[0] == 2
+    assert cli(capsys, "bad.cu", "--select", "NOPE")[0] == 2
+    code, _, err = cli(capsys, "check", "--no-such-flag")
+    assert code == 2 and "unrecognized arguments: --no-such-flag" in err
+
+
+def test_json_contract_positions_in_cu_and_py(proj, capsys):
+    (proj / "a.cu").write_text(LEGACY)
+    (proj / "k.py").write_text('import cupy as cp\nk = cp.RawKernel(r"""\n'
+                               '__global__ void k(float* a) { a[0] = __shfl(a[1], 0); }\n'
+                               '""", "k")\n')
+    code, out, _ = cli(capsys, ".", "--output-format", "json", "--no-cache")
+    assert code == 1
+    found = {d["filename"]: d for d in json.loads(out)}
+    assert set(found) == {"a.cu", "k.py"}
+    for d in found.values():
+        for key in ("code", "message", "filename", "location", "end_location", "severity",
+                    "fix", "url", "metrics"):
+            assert key in d
+        assert d["code"] == "CL104" and d["url"].endswith("#cl104")
+        assert d["end_location"]["column"] - d["location"]["column"] == len("__shfl")
+    assert found["a.cu"]["location"] == {"row": 2, "column": 12}
+    line = (proj / "k.py").read_text().splitlines()[2]
+    assert found["k.py"]["location"] == {"row": 3, "column": line.index("__shfl") + 1}
+    assert found["a.cu"]["fix"]["applicability"] == "unsafe"
+
+
+def test_select_ignore_and_per_file_ignores(proj, capsys):
+    (proj / "a.cu").write_text(LEGACY)
+    assert cli(capsys, "a.cu", "--ignore", "CL104")[0] == 0
+    assert cli(capsys, "a.cu", "--select", "CL2")[0] == 0
+    assert cli(capsys, "a.cu", "--select", "CL2", "--extend-select", "CL104")[0] == 1
+    (proj / "pyproject.toml").write_text(
+        '[tool.cudalint]\nper-file-ignores = {"a.cu" = ["CL104"]}\n')
+    assert cli(capsys, "a.cu")[0] == 0
+
+
+def test_config_discovered_upward_and_wrong_types_name_the_key(proj, capsys):
+    sub = proj / "pkg" / "csrc"
+    sub.mkdir(parents=True)
+    (sub / "a.cu").write_text(LEGACY)
+    (proj / "pkg" / "pyproject.toml").write_text('[tool.cudalint]\nignore = ["CL104"]\n')
+    assert cli(capsys, str(sub / "a.cu"))[0] == 0
+    (proj / "pkg" / "pyproject.toml").write_text('[tool.cudalint]\nselect = "CL104"\n')
+    code, _, err = cli(capsys, str(sub / "a.cu"))
+    assert code == 2 and "`select`" in err and "list" in err
+    (proj / "pkg" / "pyproject.toml").write_text('[tool.cudalint\nselect = [\n')
+    code, _, err = cli(capsys, str(sub / "a.cu"))
+    assert code == 2 and "pyproject.toml" in err
+
+
+def test_cudalint_toml(proj, capsys):
+    (proj / "a.cu").write_text(LEGACY)
+    (proj / "cudalint.toml").write_text('ignore = ["CL104"]\n')
+    assert cli(capsys, "a.cu")[0] == 0
+
+
+def test_gitignore_respected(proj, capsys):
+    (proj / ".git").mkdir()
+    (proj / ".gitignore").write_text("build/\n")
+    (proj / "build").mkdir()
+    (proj / "build" / "gen.cu").write_text(LEGACY)
+    (proj / "src.cu").write_text(CLEAN)
+    assert cli(capsys, ".")[0] == 0
+    assert cli(capsys, "build/gen.cu")[0] == 1          # named explicitly: linted
+    assert cli(capsys, "build/gen.cu", "--force-exclude")[0] == 0
+
+
+def test_stdin(proj, capsys, monkeypatch):
+    import io
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(LEGACY.encode())))
+    code, out, _ = cli(capsys, "-", "--stdin-filename", "x.cu", "--output-format", "concise")
+    assert code == 1 and out.startswith("x.cu:2:12: CL104")
+
+
+@pytest.mark.parametrize("fmt", ["full", "concise", "github", "junit", "sarif", "json-lines"])
+def test_every_format_reports_the_finding(proj, capsys, fmt):
+    (proj / "a.cu").write_text(LEGACY)
+    code, out, _ = cli(capsys, "a.cu", "--output-format", fmt, "--no-cache")
+    assert code == 1
+    if fmt == "github":
+        assert out.startswith("::error title=cudalint (CL104),file=a.cu,line=2,col=12,")
+    elif fmt == "junit":
+        root = ET.fromstring(out)
+        [case] = root.findall(".//testcase")
+        assert case.get("name") == "CL104 at a.cu:2:12" and case.get("line") == "2"
+        assert case.find("failure").get("type") == "CL104"
+    elif fmt == "sarif":
+        run = json.loads(out)["runs"][0]
+        assert run["results"][0]["ruleId"] == "CL104"
+    elif fmt == "json-lines":
+        assert json.loads(out.splitlines()[0])["code"] == "CL104"
+    else:
+        assert "a.cu:2:12: CL104" in out
+    if fmt == "full":
+        assert "__shfl(a[1], 0)" in out and "^^^^^^" in out
+
+
+def test_statistics(proj, capsys):
+    (proj / "a.cu").write_text(LEGACY + LEGACY.replace("void k", "void k2"))
+    code, out, _ = cli(capsys, "a.cu", "--statistics")
+    assert code == 1 and out.split()[:2] == ["2", "CL104"]
+
+
+def test_quiet_prints_only_diagnostics(proj, capsys):
+    (proj / "a.cu").write_text(LEGACY)
+    code, out, _ = cli(capsys, "a.cu", "-q")
+    assert code == 1 and out.strip().count("\n") == 0 and "Found" not in out
+
+
+# ---------------------------------------------------------------------------------------
+# fixes
+
+
+def test_fix_diff_idempotent_and_atomic(proj, capsys):
+    f = proj / "a.cu"
+    f.write_text(LEGACY)
+    os.chmod(f, 0o640)
+    code, out, _ = cli(capsys, "a.cu", "--fix")            # the fix is unsafe: not applied
+    assert code == 1 and f.read_text() == LEGACY
+    code, out, _ = cli(capsys, "a.cu", "--diff", "--unsafe-fixes")
+    assert code == 1 and "+    a[0] = __shfl_sync(0xffffffff, a[1], 0);" in out
+    assert f.read_text() == LEGACY                          # --diff never writes
+    code, out, _ = cli(capsys, "a.cu", "--fix", "--unsafe-fixes")
+    assert code == 0 and "Fixed 1 error." in out
+    fixed = f.read_text()
+    assert "__shfl_sync(0xffffffff, a[1], 0)" in fixed
+    assert oct(f.stat().st_mode & 0o777) == oct(0o640)      # mode kept by the atomic write
+    assert [p.name for p in proj.iterdir() if p.name.startswith(".a.cu")] == []
+    assert cli(capsys, "a.cu", "--fix", "--unsafe-fixes")[0] == 0
+    assert f.read_text() == fixed                           # idempotent
+
+
+def test_fix_inside_python_string(proj, capsys):
+    f = proj / "k.py"
+    f.write_text('import cupy as cp\nk = cp.RawKernel("__global__ void k(int* a)'
+                 '{ a[0] = __any(a[1]); }", "k")\n')
+    assert cli(capsys, "k.py", "--fix", "--unsafe-fixes")[0] == 0
+    text = f.read_text()
+    assert "__any_sync(0xffffffff, a[1])" in text
+    compile(text, "k.py", "exec")                          # still valid Python
+
+
+def test_fix_never_makes_a_parse_worse(tmp_path):
+    from cudalint.config import Settings
+    from cudalint.fixes import fix_text, parse_quality
+    text = "__global__ void k(float* a) { a[0] = __shfl(a[1], 0); }\n"
+    fixed, n = fix_text("a.cu", text, Settings(), "cuda", True)
+    assert n == 1 and parse_quality(fixed, "cuda") <= parse_quality(text, "cuda")
+
+
+# ---------------------------------------------------------------------------------------
+# cache
+
+
+def test_cache_is_used_and_keyed_by_settings(proj, capsys):
+    (proj / "a.cu").write_text(LEGACY)
+    assert cli(capsys, "a.cu")[0] == 1
+    cache = proj / ".cudalint_cache"
+    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f")
+    entries = list(cache.rglob("*.json"))
+    assert len(entries) == 1
+    # a corrupt entry is ignored, not trusted
+    entries[0].write_text("{not json")
+    assert cli(capsys, "a.cu")[0] == 1
+    # other settings: another key, and the old result is not used
+    assert cli(capsys, "a.cu", "--ignore", "CL104")[0] == 0
+    assert len(list(cache.rglob("*.json"))) == 2
+    # an edit to the file changes the key
+    (proj / "a.cu").write_text(CLEAN)
+    assert cli(capsys, "a.cu")[0] == 0
+
+
+def test_cache_result_equals_fresh_result(proj, capsys):
+    (proj / "a.cu").write_text(LEGACY)
+    _, first, _ = cli(capsys, "a.cu", "--output-format", "json")
+    _, second, _ = cli(capsys, "a.cu", "--output-format", "json")
+    _, fresh, _ = cli(capsys, "a.cu", "--output-format", "json", "--no-cache")
+    assert json.loads(first) == json.loads(second) == json.loads(fresh)
+
+
+# ---------------------------------------------------------------------------------------
+# bad input: diagnostics or one clear line, never a traceback
+
+
+def bad_inputs(tmp: Path) -> dict[str, Path]:
+    files = {
+        "binary.cu": b"\x7fELF\x00\x01\x02" + bytes(range(256)) * 4,
+        "latin1.cu": "__global__ void k() { /* caf\xe9 */ }\n".encode("latin-1"),
+        "empty.cu": b"",
+        "unterminated.cu": b'__global__ void k(char* s) { s = "abc\n /* never closed\n',
+        "nested.cu": b"__global__ void k(int* a) { a[0] = " + b"(" * 3000 + b"1"
+                     + b")" * 3000 + b"; }\n",
+        "macros.cu": b"#define K(x) x\nK(K(K(__global__ void k(){ __shfl(1,0); })))\n" * 50,
+        "broken.py": b"import cupy as cp\nk = cp.RawKernel('''\n__shfl(1,0)\n",
+        "nul.py": b"import cupy\x00\n",
+    }
+    out = {}
+    for name, data in files.items():
+        p = tmp / name
+        p.write_bytes(data)
+        out[name] = p
+    return out
+
+
+def test_bad_inputs_give_diagnostics_not_crashes(proj, capsys):
+    files = bad_inputs(proj)
+    code, out, err = cli(capsys, ".", "--output-format", "json", "--no-cache")
+    assert code in (0, 1) and "Traceback" not in err
+    diags = json.loads(out)
+    by_file = {}
+    for d in diags:
+        by_file.setdefault(d["filename"], []).append(d["code"])
+    assert by_file["binary.cu"] == ["CL000"]
+    assert by_file["latin1.cu"] == ["CL000"]
+    assert by_file["nul.py"] == ["CL000"]
+    assert "CL000" in by_file["broken.py"]              # Python syntax error, said once
+    assert "empty.cu" not in by_file
+    assert set(files) >= set(by_file)
+
+
+def test_ten_megabyte_file(proj, capsys):
+    body = "__global__ void k%d(float* a) { a[threadIdx.x] += 1.0f; }\n"
+    text = "".join(body % i for i in range(10 * 1024 * 1024 // len(body)))
+    (proj / "big.cu").write_text(text + LEGACY)
+    code, out, _ = cli(capsys, "big.cu", "--output-format", "concise", "--no-cache",
+                       "--select", "CL104")
+    assert code == 1 and f"big.cu:{text.count(chr(10)) + 2}:12: CL104" in out
+
+
+def test_rule_command(capsys):
+    code, out, _ = cli(capsys, "rule", "CL104")
+    assert code == 0 and "What it does" in out and "Use instead" in out
+    code, out, _ = cli(capsys, "rule", "--all", "--output-format", "json")
+    rules = json.loads(out)
+    assert code == 0 and {"CL000", "CL104", "CL201", "CL202"} <= {r["code"] for r in rules}
+    assert cli(capsys, "rule", "CL999")[0] == 2
+
+
+def test_console_script_runs_in_a_subprocess(tmp_path):
+    (tmp_path / "a.cu").write_text(LEGACY)
+    proc = subprocess.run([sys.executable, "-m", "cudalint", "a.cu", "--no-cache"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "CL104" in proc.stdout and proc.stderr == ""
