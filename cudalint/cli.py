@@ -19,7 +19,7 @@ from rich.console import Console
 
 from . import __version__
 
-SUBCOMMANDS = ("check", "rule", "server", "version")
+SUBCOMMANDS = ("check", "rule", "occupancy", "server", "version")
 FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
 
 
@@ -76,6 +76,15 @@ def _parser() -> argparse.ArgumentParser:
     rule.add_argument("--all", action="store_true")
     rule.add_argument("--output-format", choices=("text", "json"), default="text")
 
+    occ = sub.add_parser("occupancy", help="occupancy of a kernel configuration, and the "
+                         "table of occupancy vs registers per thread")
+    occ.add_argument("--arch", default="sm_90", help="e.g. sm_80, sm_90 (default sm_90)")
+    occ.add_argument("--regs", type=int, default=None, help="registers per thread")
+    occ.add_argument("--block", type=int, required=True, help="threads per block")
+    occ.add_argument("--smem", type=int, default=0,
+                     help="shared memory per block in bytes (static + dynamic)")
+    occ.add_argument("--barriers", type=int, default=0, help="named barriers per block")
+    occ.add_argument("--output-format", choices=("text", "json"), default="text")
     sub.add_parser("server", help="run the language server on stdio")
     sub.add_parser("version", help="print the version")
     return p
@@ -93,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "rule":
             return _rule(args)
+        if args.command == "occupancy":
+            return _occupancy(args)
         if args.command == "version":
             print(f"cudalint {__version__}")
             return 0
@@ -144,6 +155,51 @@ def _rule(args) -> int:
                                                                      "No fix.")
         print(f"# {r.name} ({r.code}){state}\n\nDefault severity: {r.severity}. {fix}\n")
         print(r.doc())
+    return 0
+
+
+def _occupancy(args) -> int:
+    """`cudalint occupancy --arch sm_90 --regs 72 --block 256 --smem 0`."""
+    from .analysis.occupancy import ARCHS, occupancy, occupancy_table
+    if args.arch not in ARCHS:
+        raise UsageError(f"unknown architecture `{args.arch}`; known: {', '.join(ARCHS)}")
+    if args.block <= 0 or (args.regs is not None and args.regs <= 0) or args.smem < 0:
+        raise UsageError("--block and --regs must be positive, --smem not negative")
+    table = occupancy_table(args.arch, args.block, args.smem, 0, args.barriers)
+    occ = occupancy(args.arch, args.regs, args.block, args.smem, 0, args.barriers) \
+        if args.regs is not None else None
+    if args.output_format == "json":
+        import json
+        out: dict = {"arch": args.arch, "block": args.block, "smem": args.smem,
+                     "table": [{"registers_from": a, "registers_to": b, "active_warps": w,
+                                "occupancy": round(o, 4), "limiter": lim}
+                               for a, b, w, o, lim in table]}
+        if occ is not None:
+            out["kernel"] = {"registers": occ.registers, "active_blocks": occ.active_blocks,
+                             "active_warps": occ.active_warps, "max_warps": occ.max_warps,
+                             "occupancy": round(occ.occupancy, 4), "limiter": occ.limiter,
+                             "blocks_allowed_by": occ.limits}
+        print(json.dumps(out, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    console = Console(highlight=False)
+    if occ is not None:
+        console.print(f"{args.arch}, {args.block} threads/block, {args.regs} registers/thread,"
+                      f" {args.smem} bytes shared/block: occupancy {occ.occupancy:.0%} "
+                      f"({occ.active_warps} of {occ.max_warps} warps/SM, {occ.active_blocks} "
+                      f"blocks), limited by {occ.limiter}", soft_wrap=True)
+    grid = Table(title=f"occupancy vs registers per thread ({args.arch}, block {args.block}, "
+                 f"smem {args.smem} B)")
+    for col in ("registers", "warps/SM", "occupancy", "", "limited by"):
+        grid.add_column(col, justify="right" if col not in ("", "limited by") else "left")
+    for a, b, w, o, lim in table:
+        here = occ is not None and a <= occ.registers <= b
+        bar = "█" * round(o * 10)
+        style = "bold" if here else None
+        grid.add_row(f"{a}-{b}" if a != b else str(a), str(w), f"{o:.0%}", bar,
+                     lim + (" ◀" if here else ""), style=style)
+    console.print(grid)
     return 0
 
 
