@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from fnmatch import fnmatch
+from fnmatch import translate as fnmatch_translate
 from pathlib import Path
 
 import pathspec
@@ -26,27 +26,47 @@ class Target:
     settings: Settings
 
 
+_CWD = os.getcwd()
+
+
 def _display(path: Path) -> str:
     try:
-        return os.path.relpath(path)
+        return os.path.relpath(os.path.join(_CWD, path), _CWD)
     except ValueError:
         return str(path)
 
 
+_MATCHERS: dict[int, tuple[Settings, str, re.Pattern | None]] = {}
+
+
+def _matcher(settings: Settings) -> tuple[str, re.Pattern | None]:
+    """(config root, one regex for every exclude pattern), built once per settings."""
+    got = _MATCHERS.get(id(settings))
+    if got is not None and got[0] is settings:
+        return got[1], got[2]
+    patterns = [p.rstrip("/") for p in settings.exclude + settings.extend_exclude]
+    regex = None
+    if patterns:
+        parts = []
+        for pat in patterns:
+            parts.append(fnmatch_translate(pat))
+            parts.append(fnmatch_translate(pat + "/*"))
+        regex = re.compile("|".join(f"(?:{p})" for p in parts))
+    root = os.path.abspath(settings.root)
+    _MATCHERS[id(settings)] = (settings, root, regex)
+    return root, regex
+
+
 def _excluded(path: Path, settings: Settings) -> bool:
-    name = path.name
-    patterns = settings.exclude + settings.extend_exclude
-    if not patterns:
+    root, regex = _matcher(settings)
+    if regex is None:
         return False
-    try:
-        rel = path.resolve().relative_to(Path(settings.root).resolve()).as_posix()
-    except ValueError:
-        rel = path.as_posix()
-    for pat in patterns:
-        pat = pat.rstrip("/")
-        if fnmatch(name, pat) or fnmatch(rel, pat) or fnmatch(rel, pat + "/*"):
-            return True
-    return False
+    name = path.name
+    full = os.path.abspath(path)
+    rel = os.path.relpath(full, root) if full.startswith(root) else path.as_posix()
+    if os.sep != "/":
+        rel = rel.replace(os.sep, "/")
+    return bool(regex.match(name) or regex.match(rel))
 
 
 class _GitIgnores:
@@ -54,6 +74,7 @@ class _GitIgnores:
 
     def __init__(self):
         self._specs: dict[Path, pathspec.PathSpec | None] = {}
+        self._top: dict[Path, bool] = {}       # folder holds .git (or is /): stop there
 
     def _spec(self, folder: Path) -> pathspec.PathSpec | None:
         if folder not in self._specs:
@@ -76,22 +97,27 @@ class _GitIgnores:
                 rel = path.relative_to(folder).as_posix() + ("/" if is_dir else "")
                 if spec.match_file(rel):
                     return True
-            if (folder / ".git").exists() or folder.parent == folder:
+            top = self._top.get(folder)
+            if top is None:
+                top = self._top[folder] = (folder / ".git").exists() or \
+                    folder.parent == folder
+            if top:
                 return False
             folder = folder.parent
 
 
 def discover(paths: list[str], resolver: ConfigResolver) -> list[Target]:
-    seen: set[Path] = set()
+    seen: set[str] = set()
     targets: list[Target] = []
     gitignores = _GitIgnores()
 
-    def add(path: Path, kind: str) -> None:
-        real = path.resolve()
+    def add(path: Path, kind: str, settings: Settings | None = None) -> None:
+        real = os.path.realpath(path) if path.is_symlink() else os.path.abspath(path)
         if real in seen:
             return
         seen.add(real)
-        targets.append(Target(path, _display(path), kind, resolver.for_path(path)))
+        targets.append(Target(path, _display(path), kind,
+                              settings if settings is not None else resolver.for_path(path)))
 
     for raw in paths:
         root = Path(raw)
@@ -121,13 +147,14 @@ def discover(paths: list[str], resolver: ConfigResolver) -> list[Target]:
                 if _excluded(path, settings) or (settings.respect_gitignore and
                                                  gitignores.ignored(path, False)):
                     continue
-                add(path, kind)
+                add(path, kind, settings)
     # local headers included from .cu files are linted once, like .cuh files
     for target in list(targets):
         if target.kind != "cuda":
             continue
         for header in _local_includes(target.path):
-            if header.suffix.lower() in HEADER_SUFFIXES and header.resolve() not in seen:
+            if header.suffix.lower() in HEADER_SUFFIXES and \
+                    os.path.abspath(header) not in seen:
                 if not _excluded(header, target.settings):
                     add(header, "cuda")
     return targets

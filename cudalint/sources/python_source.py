@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 # A file without one of these words holds no kernel we know: skip ast.parse entirely.
 API_WORDS = ("RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel",
              "SourceModule", "load_inline")
+# ...and one that never calls them (or imports them under another name) neither.
+_API_USE = re.compile(r"\b(?:RawKernel|RawModule|ElementwiseKernel|ReductionKernel|"
+                      r"SourceModule|load_inline)\s*(?:\(|as\b)")
 
 _CUPY_RAW = {"cupy.RawKernel", "cupy._core.raw.RawKernel", "cupy.cuda.RawKernel"}
 _CUPY_MODULE = {"cupy.RawModule", "cupy._core.raw.RawModule", "cupy.cuda.RawModule"}
@@ -379,23 +382,37 @@ class _Binding:
 
 
 class _Scope:
+    """A module, class or function body; its bindings are collected on first use."""
+
     def __init__(self, node: ast.AST, parent: "_Scope | None"):
         self.node = node
         self.parent = parent
-        self.bindings: dict[str, list[_Binding]] = {}
-        self.params: set[str] = set()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            a = node.args
-            for arg in a.posonlyargs + a.args + a.kwonlyargs:
-                self.params.add(arg.arg)
-            if a.vararg:
-                self.params.add(a.vararg.arg)
-            if a.kwarg:
-                self.params.add(a.kwarg.arg)
-            body = node.body if isinstance(node.body, list) else []
-        else:
-            body = getattr(node, "body", [])
-        self._collect(body, direct=True)
+        self._bindings: dict[str, list[_Binding]] | None = None
+        self._params: set[str] = set()
+
+    @property
+    def params(self) -> set[str]:
+        self.bindings        # noqa: B018 (collects)
+        return self._params
+
+    @property
+    def bindings(self) -> dict[str, list[_Binding]]:
+        if self._bindings is None:
+            self._bindings = {}
+            node = self.node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                a = node.args
+                for arg in a.posonlyargs + a.args + a.kwonlyargs:
+                    self._params.add(arg.arg)
+                if a.vararg:
+                    self._params.add(a.vararg.arg)
+                if a.kwarg:
+                    self._params.add(a.kwarg.arg)
+                body = node.body if isinstance(node.body, list) else []
+            else:
+                body = getattr(node, "body", [])
+            self._collect(body, direct=True)
+        return self._bindings
 
     def _collect(self, stmts, direct: bool) -> None:
         for st in stmts:
@@ -415,7 +432,7 @@ class _Scope:
                     self._bind(st.target.id, st.lineno, st.value, direct)
             elif isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
                 if isinstance(st.op, ast.Add):
-                    self.bindings.setdefault(st.target.id, []).append(
+                    self._bindings.setdefault(st.target.id, []).append(
                         _Binding(st.lineno, st.value, True, direct))
                 else:
                     self._bind(st.target.id, st.lineno, None, direct)
@@ -445,7 +462,7 @@ class _Scope:
                     self._collect(case.body, direct=False)
 
     def _bind(self, name: str, line: int, value, direct: bool) -> None:
-        self.bindings.setdefault(name, []).append(_Binding(line, value, False, direct))
+        self._bindings.setdefault(name, []).append(_Binding(line, value, False, direct))
 
 
 # ---------------------------------------------------------------------------------------
@@ -491,20 +508,6 @@ class _Extractor:
             base = self.qualname(expr.value)
             return f"{base}.{expr.attr}" if base else None
         return None
-
-    def collect_imports(self, tree: ast.Module) -> None:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.asname:
-                        self.aliases[a.asname] = a.name
-                    else:
-                        top = a.name.split(".")[0]
-                        self.aliases[top] = top
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for a in node.names:
-                    if a.name != "*":
-                        self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
 
     # -- values -------------------------------------------------------------------------
 
@@ -914,7 +917,7 @@ def _wrap(parts: list[tuple[str, MStr | None]]) -> MStr:
 def extract_python_units(text: str, filename: str = "<python>") -> PythonExtraction:
     """Every CUDA unit held in a Python file. Never raises."""
     result = PythonExtraction()
-    if not any(w in text for w in API_WORDS):
+    if not any(w in text for w in API_WORDS) or _API_USE.search(text) is None:
         return result
     try:
         with warnings.catch_warnings():
@@ -940,67 +943,105 @@ def extract_python_units(text: str, filename: str = "<python>") -> PythonExtract
     return result
 
 
-class _Collector(ast.NodeVisitor):
+_API_QUALNAMES = {
+    **{q: "cupy.RawKernel" for q in _CUPY_RAW}, **{q: "cupy.RawModule" for q in _CUPY_MODULE},
+    **{q: "cupy.ElementwiseKernel" for q in _CUPY_ELEMENTWISE},
+    **{q: "cupy.ReductionKernel" for q in _CUPY_REDUCTION},
+    **{q: "pycuda.SourceModule" for q in _PYCUDA}, **{q: "torch.load_inline" for q in _TORCH},
+}
+_COMPOUND_BODIES = ("body", "orelse", "finalbody")
+_HEADER_FIELDS = ("test", "iter", "target", "items", "subject", "value", "targets")
+
+
+class _Collector:
+    """Finds the API calls and their launches without visiting every expression.
+
+    Statements are walked (cheap); the expressions of a statement are walked only when
+    the statement's lines mention an API name, an alias of one, or a kernel handle.
+    """
+
     def __init__(self, text: str, tree: ast.Module, result: PythonExtraction):
         self.ex = _Extractor(text)
+        self.text = text
         self.tree = tree
         self.result = result
-        self.scope: _Scope | None = None
         self.calls: list[tuple[ast.Call, str, _Scope | None]] = []
-        self.all_calls: list[tuple[ast.Call, _Scope | None]] = []
-        self.bound: dict[str, list[EmbeddedKernel]] = {}      # variable -> API results
+        # (statement or header expression, scope) whose expressions may hold calls
+        self.pending: list[tuple[ast.AST, _Scope]] = []
 
     def run(self) -> None:
-        self.ex.collect_imports(self.tree)
-        if not self.ex.aliases:
+        module = _Scope(self.tree, None)
+        self.statements(self.tree.body, module)
+        api_names = {a for a, q in self.ex.aliases.items() if q in _API_QUALNAMES}
+        if not api_names and not any(q.split(".")[0] in ("cupy", "pycuda", "torch")
+                                     for q in self.ex.aliases.values()):
             return
-        self.visit(self.tree)
+        words = set(api_names) | {q.rsplit(".", 1)[-1] for q in _API_QUALNAMES}
+        hot = self.lines_matching(words)
+        for node, scope in self.pending:
+            if self.touches(node, hot):
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Call):
+                        api = _API_QUALNAMES.get(self.ex.qualname(sub.func) or "")
+                        if api is not None:
+                            self.calls.append((sub, api, scope))
+        self.calls.sort(key=lambda c: (c[0].lineno, c[0].col_offset))
         for call, api, scope in self.calls:
             self.result.kernels.extend(self.kernels_of(call, api, scope))
         self.attach_launches()
 
     # -- walking ------------------------------------------------------------------------
 
-    def visit_Module(self, node: ast.Module) -> None:
-        self.scope = _Scope(node, None)
-        self.generic_visit(node)
+    def statements(self, body: list, scope: _Scope) -> None:
+        for st in body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.statements(st.body, _Scope(st, scope))
+                continue
+            if isinstance(st, ast.Import):
+                for a in st.names:
+                    if a.asname:
+                        self.ex.aliases[a.asname] = a.name
+                    else:
+                        top = a.name.split(".")[0]
+                        self.ex.aliases[top] = top
+                continue
+            if isinstance(st, ast.ImportFrom):
+                if st.module and st.level == 0:
+                    for a in st.names:
+                        if a.name != "*":
+                            self.ex.aliases[a.asname or a.name] = f"{st.module}.{a.name}"
+                continue
+            bodies = [getattr(st, f) for f in _COMPOUND_BODIES
+                      if isinstance(getattr(st, f, None), list)]
+            bodies += [h.body for h in getattr(st, "handlers", None) or []]
+            bodies += [c.body for c in getattr(st, "cases", None) or []]
+            if not bodies:
+                self.pending.append((st, scope))
+                continue
+            for f in _HEADER_FIELDS:
+                v = getattr(st, f, None)
+                for e in (v if isinstance(v, list) else [v]):
+                    if isinstance(e, ast.AST):
+                        self.pending.append((e, scope))
+            for b in bodies:
+                self.statements(b, scope)
 
-    def _visit_scope(self, node) -> None:
-        outer = self.scope
-        self.scope = _Scope(node, outer)
-        for d in getattr(node, "decorator_list", []):
-            self.visit(d)
-        if isinstance(node, ast.Lambda):
-            self.visit(node.body)
-        else:
-            for st in node.body:
-                self.visit(st)
-        self.scope = outer
+    def lines_matching(self, words: set[str]) -> set[int]:
+        if not words:
+            return set()
+        rx = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
+        starts = self.ex.line_starts
+        return {bisect.bisect_right(starts, m.start()) for m in rx.finditer(self.text)}
 
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _visit_scope
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self._visit_scope(node)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        q = self.ex.qualname(node.func)
-        api = None
-        if q in _CUPY_RAW:
-            api = "cupy.RawKernel"
-        elif q in _CUPY_MODULE:
-            api = "cupy.RawModule"
-        elif q in _CUPY_ELEMENTWISE:
-            api = "cupy.ElementwiseKernel"
-        elif q in _CUPY_REDUCTION:
-            api = "cupy.ReductionKernel"
-        elif q in _PYCUDA:
-            api = "pycuda.SourceModule"
-        elif q in _TORCH:
-            api = "torch.load_inline"
-        if api is not None:
-            self.calls.append((node, api, self.scope))
-        self.all_calls.append((node, self.scope))
-        self.generic_visit(node)
+    @staticmethod
+    def touches(node: ast.AST, lines: set[int]) -> bool:
+        first = getattr(node, "lineno", None)
+        if first is None:
+            return True
+        last = getattr(node, "end_lineno", first) or first
+        if last - first > 64:
+            return any(first <= ln <= last for ln in lines)
+        return any(ln in lines for ln in range(first, last + 1))
 
     # -- arguments ----------------------------------------------------------------------
 
@@ -1194,9 +1235,13 @@ class _Collector(ast.NodeVisitor):
                 return
             handles[name] = value
 
-        for node in ast.walk(self.tree):
-            if not isinstance(node, ast.Assign) or len(node.targets) != 1 or \
-                    not isinstance(node.targets[0], ast.Name):
+        assigns: list[ast.Assign] = []
+        for node, _ in self.pending:
+            if isinstance(node, ast.Assign):
+                assigns.append(node)
+        assigns.sort(key=lambda n: n.lineno)
+        for node in assigns:
+            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
                 continue
             target, value = node.targets[0].id, node.value
             if isinstance(value, ast.Call) and id(value) in by_call:
@@ -1206,19 +1251,27 @@ class _Collector(ast.NodeVisitor):
                 got = self.get_function(value, handles)
                 if got is not None:
                     bind(target, got)
-        for call, scope in self.all_calls:
-            target = None
-            if isinstance(call.func, ast.Name) and call.func.id in handles:
-                target = handles[call.func.id]
-            elif isinstance(call.func, ast.Call):
-                target = self.get_function(call.func, handles)
-            if target is None:
+        if not handles:
+            return
+        hot = self.lines_matching(set(handles))
+        for node, scope in self.pending:
+            if not self.touches(node, hot):
                 continue
-            kernels, kname = target
-            launch = self.launch(call, scope, kernels[0].api, kname)
-            if launch is not None:
-                for k in kernels:
-                    k.launches.append(launch)
+            for call in ast.walk(node):
+                if not isinstance(call, ast.Call):
+                    continue
+                target = None
+                if isinstance(call.func, ast.Name) and call.func.id in handles:
+                    target = handles[call.func.id]
+                elif isinstance(call.func, ast.Call):
+                    target = self.get_function(call.func, handles)
+                if target is None:
+                    continue
+                kernels, kname = target
+                launch = self.launch(call, scope, kernels[0].api, kname)
+                if launch is not None:
+                    for k in kernels:
+                        k.launches.append(launch)
 
     def get_function(self, call: ast.Call, handles):
         f = call.func
