@@ -59,7 +59,7 @@ class UnitContext:
     def calls(self) -> dict[str, list[Node]]:
         """Every call of a plain identifier, by callee name: ``{"__shfl": [call, ...]}``."""
         by_name: dict[str, list[Node]] = {}
-        for fn in self.captures("(call_expression function: (identifier) @fn)").get("fn", []):
+        for fn in self.model.nodes("callee"):     # the model's one query over the unit
             by_name.setdefault(_parse.text(fn), []).append(fn.parent)
         return by_name
 

@@ -6,8 +6,10 @@ Everything is computed lazily and at most once per unit.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Callable
 
 from tree_sitter import Node, Tree
 
@@ -15,6 +17,22 @@ from .consteval import eval_int
 from .parse import captures, text
 
 FUNCTION_SPACES = ("__global__", "__device__", "__host__")
+
+# One query over the whole tree collects every node kind the model and the analyses read:
+# a query costs about a quarter of the parse whatever its patterns (the walk dominates),
+# so one combined query instead of one per fact. Per-function facts take their slice of
+# these lists by byte range (Model.nodes_in) instead of querying the body again.
+INDEX_QUERY = """
+(declaration) @declaration
+(function_definition) @function_definition
+(call_expression (kernel_call_syntax)) @launch
+(preproc_def name: (identifier) value: (preproc_arg)) @define
+(enumerator_list) @enumerator_list
+(subscript_expression) @subscript
+(pointer_expression operator: "*") @deref
+(call_expression function: (identifier) @callee)
+(struct_specifier name: (type_identifier) body: (field_declaration_list)) @struct
+"""
 
 
 @dataclass(eq=False)
@@ -47,15 +65,25 @@ class Function:
     launch_bounds: tuple[int | None, int | None] | None = None
     launch_bounds_node: Node | None = None
     _env: dict[str, int] = field(default_factory=dict, repr=False)
+    # (kind, node) -> index nodes of that kind inside node (Model.nodes_in), if known
+    _nodes_in: Callable[[str, Node], list[Node]] | None = field(default=None, repr=False)
 
     @cached_property
     def constants(self) -> dict[str, int]:
         """Unit constants + template defaults + this function's const/constexpr locals."""
         env = dict(self._env)
         if self.body is not None:
-            for decl in captures("(declaration) @d", self.body).get("d", []):
+            for decl in self.nodes_in("declaration"):
                 env.update(_const_declaration(decl, env))
         return env
+
+    def nodes_in(self, kind: str) -> list[Node]:
+        """Nodes of an INDEX_QUERY capture inside the body, in source order."""
+        if self.body is None:
+            return []
+        if self._nodes_in is not None:
+            return self._nodes_in(kind, self.body)
+        return captures(INDEX_QUERY, self.body).get(kind, [])
 
     @property
     def is_kernel(self) -> bool:
@@ -107,26 +135,48 @@ class Model:
         self.root = tree.root_node
         self._extra = dict(extra_constants or {})
 
+    # ---- the node index ------------------------------------------------------------
+    @cached_property
+    def index(self) -> dict[str, list[Node]]:
+        """INDEX_QUERY's captures over the whole unit, by capture name, in source order."""
+        return captures(INDEX_QUERY, self.root)
+
+    def nodes(self, kind: str) -> list[Node]:
+        return self.index.get(kind, [])
+
+    @cached_property
+    def _starts(self) -> dict[str, list[int]]:
+        return {k: [n.start_byte for n in v] for k, v in self.index.items()}
+
+    def nodes_in(self, kind: str, node: Node) -> list[Node]:
+        """Index nodes of ``kind`` that start inside ``node`` (``node`` itself included)."""
+        nodes = self.index.get(kind)
+        if not nodes:
+            return []
+        starts = self._starts[kind]
+        lo = bisect_left(starts, node.start_byte)
+        hi = bisect_left(starts, node.end_byte, lo)
+        return nodes[lo:hi]
+
     # ---- constants -----------------------------------------------------------------
     @cached_property
     def constants(self) -> dict[str, int]:
         """Integer constants at file scope: object-like #define, constexpr/const ints, enums."""
         env = dict(self._extra)
-        caps = captures(
-            """
-            (preproc_def name: (identifier) @dname value: (preproc_arg) @dvalue)
-            (translation_unit (declaration) @decl)
-            (namespace_definition body: (declaration_list (declaration) @decl))
-            (enumerator_list) @enum
-            """,
-            self.root,
-        )
         events: list[tuple[int, str, Node]] = []
-        for kind in ("dname", "decl", "enum"):
-            for node in caps.get(kind, []):
-                events.append((node.start_byte, kind, node))
-        values = caps.get("dvalue", [])
-        value_of = {v.parent.id: v for v in values}
+        value_of = {}
+        for node in self.nodes("define"):
+            name = node.child_by_field_name("name")
+            events.append((name.start_byte, "dname", name))
+            value_of[node.id] = node.child_by_field_name("value")
+        for node in self.nodes("declaration"):
+            parent = node.parent
+            if parent is not None and (parent.type == "translation_unit" or (
+                    parent.type == "declaration_list" and parent.parent is not None
+                    and parent.parent.type == "namespace_definition")):
+                events.append((node.start_byte, "decl", node))
+        for node in self.nodes("enumerator_list"):
+            events.append((node.start_byte, "enum", node))
         for _, kind, node in sorted(events, key=lambda e: e[0]):
             if kind == "dname":
                 value = value_of.get(node.parent.id)
@@ -143,7 +193,7 @@ class Model:
     @cached_property
     def functions(self) -> list[Function]:
         result = []
-        for node in captures("(function_definition) @f", self.root).get("f", []):
+        for node in self.nodes("function_definition"):
             fn = self._function(node)
             if fn is not None:
                 result.append(fn)
@@ -231,13 +281,14 @@ class Model:
         for p in fn.params:   # parameters shadow constants of the same name
             env.pop(p.name, None)
         fn._env = env
+        fn._nodes_in = self.nodes_in
         return fn
 
     # ---- arrays --------------------------------------------------------------------
     @cached_property
     def arrays(self) -> list[ArrayDecl]:
         result = []
-        for decl in captures("(declaration) @d", self.root).get("d", []):
+        for decl in self.nodes("declaration"):
             result.extend(self._arrays_of(decl))
         return result
 
@@ -253,6 +304,8 @@ class Model:
                 and "static" not in _storage(a.node)]
 
     def _arrays_of(self, decl: Node) -> list[ArrayDecl]:
+        if not any(_is_array_declarator(d) for d in decl.children_by_field_name("declarator")):
+            return []                   # most declarations: no array, nothing to evaluate
         quals = {text(c) for c in decl.children if c.type == "type_qualifier"}
         storage = _storage(decl)
         shared = "__shared__" in quals or "__shared__" in storage
@@ -284,8 +337,7 @@ class Model:
     @cached_property
     def launches(self) -> list[Launch]:
         result = []
-        for call in captures("(call_expression (kernel_call_syntax) @cfg) @call",
-                             self.root).get("call", []):
+        for call in self.nodes("launch"):
             fn_node = call.child_by_field_name("function")
             cfg = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
             if fn_node is None or cfg is None:
@@ -304,7 +356,8 @@ class Model:
                      env: dict[str, int]) -> tuple[int, int, int] | None:
         """A launch-configuration expression as (x, y, z), or None if not a known constant."""
         if node.type == "identifier" and host is not None and host.body is not None:
-            init = _last_initializer(host.body, text(node), before=node.start_byte)
+            init = _last_initializer(host.nodes_in("declaration"), text(node),
+                                     before=node.start_byte)
             if init is None:
                 value = eval_int(text(node), env)
                 return (value, 1, 1) if value else None
@@ -343,6 +396,12 @@ class Model:
 # ---- helpers -------------------------------------------------------------------------
 def _children_of_type(node: Node | None, kind: str) -> list[Node]:
     return [c for c in node.named_children if c.type == kind] if node is not None else []
+
+
+def _is_array_declarator(d: Node) -> bool:
+    if d.type == "init_declarator":
+        d = d.child_by_field_name("declarator")
+    return d is not None and d.type == "array_declarator"
 
 
 def _storage(decl: Node) -> set[str]:
@@ -429,10 +488,10 @@ def _enum_values(node: Node, env: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def _last_initializer(body: Node, name: str, before: int) -> Node | None:
+def _last_initializer(declarations: list[Node], name: str, before: int) -> Node | None:
     """The initializer of the last declaration of ``name`` before a byte offset."""
     best = None
-    for decl in captures("(declaration) @d", body).get("d", []):
+    for decl in declarations:
         if decl.start_byte >= before:
             break
         for d in decl.children_by_field_name("declarator"):

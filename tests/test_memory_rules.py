@@ -84,8 +84,16 @@ def test_opaque_stride_is_not_exact_and_not_flagged():
 
 
 def test_data_dependent_index_is_opaque():
-    accs = _one("a[0] = a[ix[threadIdx.x]];")
-    assert [a.node.text for a in accs] == [b"a[0]", b"ix[threadIdx.x]"]
+    accs = _one("a[n] = a[ix[threadIdx.x]];")
+    # a[n] is the same address for every lane (never a finding): not evaluated at all
+    assert [a.node.text for a in accs] == [b"ix[threadIdx.x]"]
+
+
+def test_thread_dependence_follows_locals_and_pointers():
+    accs = _one("int t = threadIdx.x; int u = t * 2; float* p = a + u; int v = n;\n"
+                "p[1] = a[v]; a[u] = 0.f;")
+    assert [a.node.text for a in accs] == [b"p[1]", b"a[u]"]
+    assert [coalescing_figures(a)["stride_bytes"] for a in accs] == [8, 8]
 
 
 def test_xor_swizzle_is_exact():

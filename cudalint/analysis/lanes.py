@@ -24,6 +24,7 @@ access *opaque*: it is simply not reported.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Callable, Iterable
@@ -122,6 +123,9 @@ class Access:
 
 def sectors(row: Iterable[int | None], width: int) -> int:
     """Distinct 32-byte sectors the active lanes' [addr, addr+width) ranges touch."""
+    if width <= SECTOR:             # a lane's range spans at most two sectors
+        live = [a for a in row if a is not None]
+        return len({a // SECTOR for a in live} | {(a + width - 1) // SECTOR for a in live})
     touched = set()
     for a in row:
         if a is not None:
@@ -190,11 +194,11 @@ class StructType:
     fields: dict[str, tuple[int, str]]      # name -> (byte offset, type)
 
 
-def _struct_types(root: Node) -> dict[str, StructType]:
+def _struct_types(specifiers: list[Node]) -> dict[str, StructType]:
     out: dict[str, StructType] = {}
-    for spec in captures("(struct_specifier name: (type_identifier) @n body: "
-                         "(field_declaration_list) @b)", root).get("b", []):
-        name = text(spec.parent.child_by_field_name("name"))
+    for struct in specifiers:
+        spec = struct.child_by_field_name("body")
+        name = text(struct.child_by_field_name("name"))
         offset, align, fields = 0, 1, {}
         ok = True
         for fd in spec.named_children:
@@ -263,8 +267,8 @@ class KernelLanes:
     """Evaluates the address of every access of one kernel, lane by lane."""
 
     def __init__(self, ctx: "UnitContext", fn: "Function", block: BlockShape,
-                 structs: dict[str, StructType]):
-        self.ctx, self.fn, self.block, self.structs = ctx, fn, block, structs
+                 structs: Callable[[], dict[str, StructType]]):
+        self.ctx, self.fn, self.block, self._structs = ctx, fn, block, structs
         self.env = fn.constants
         bx, by, bz = block.dims
         nthreads = block.threads
@@ -289,6 +293,29 @@ class KernelLanes:
         self._writes: dict[str, list[Node]] | None = None
         self._counter_ids: dict[tuple[int, int], int] = {}
         self._visiting: set[int] = set()
+        # a declared variable's value does not depend on where it is used: evaluate it
+        # once per kernel (value or Opaque, and the thread axes it reads)
+        self._values: dict[tuple[int, str], tuple[object, frozenset[str]]] = {}
+        self._conditions: dict[int, tuple | None] = {}
+
+    @property
+    def structs(self) -> dict[str, StructType]:
+        return self._structs()
+
+    @cached_property
+    def _declarations(self) -> dict[str, list[_Decl]]:
+        """Local declarations of the kernel by declared name (only those whose parent is
+        a scope: a block or a for statement)."""
+        table: dict[str, list[_Decl]] = {}
+        for decl in self.fn.nodes_in("declaration"):
+            scope = decl.parent
+            if scope is None or scope.type not in _SCOPES:
+                continue
+            for name, declarator, depth, value in _declared(decl):
+                table.setdefault(name, []).append(_Decl(
+                    decl, declarator, scope, text(decl.child_by_field_name("type")), depth,
+                    value))
+        return table
 
     # -- helpers --------------------------------------------------------------------
     def const(self, v: int) -> tuple:
@@ -422,37 +449,50 @@ class KernelLanes:
 
     # -- declarations and reaching values ---------------------------------------------
     def declaration_of(self, ident: Node) -> _Decl | None:
-        """The local declaration an identifier use refers to (nearest enclosing scope)."""
-        name = text(ident)
-        cur, child = ident.parent, ident
-        body = self.fn.body
-        while cur is not None:
-            if cur.type in ("compound_statement", "for_statement", "for_range_loop",
-                            "translation_unit"):
-                found = None
-                for c in cur.named_children:
-                    if c.start_byte >= ident.start_byte and c.id != child.id:
-                        break
-                    if c.type == "declaration" and c.id != child.id:
-                        d = _declares(c, name)
-                        if d is not None:
-                            found = _Decl(c, d[0], cur, text(c.child_by_field_name("type")),
-                                          d[1], d[2])
-                    elif c.type == "declaration" and c.id == child.id:
-                        d = _declares(c, name)
-                        if d is not None and d[0].end_byte <= ident.start_byte:
-                            found = _Decl(c, d[0], cur, text(c.child_by_field_name("type")),
-                                          d[1], d[2])
-                if found is not None:
-                    return found
-            if cur.id == body.id:
-                return None
-            child, cur = cur, cur.parent
-        return None
+        """The local declaration an identifier use refers to: in the innermost enclosing
+        scope that declares it before the use, the last such declaration."""
+        candidates = self._declarations.get(text(ident))
+        if not candidates:
+            return None
+        at = ident.start_byte
+        best: _Decl | None = None
+        for d in candidates:
+            scope = d.scope
+            if not scope.start_byte <= at < scope.end_byte:
+                continue
+            if d.node.end_byte > at:
+                # the declaration holding the use: only an earlier declarator counts
+                if not (d.node.start_byte <= at and d.declarator.end_byte <= at):
+                    continue
+            if best is None or scope.start_byte > best.scope.start_byte or (
+                    scope.start_byte == best.scope.start_byte and scope.id == best.scope.id
+                    and d.node.start_byte >= best.node.start_byte):
+                best = d
+        return best
 
     def _decl_value(self, decl: _Decl, use: Node, evaluate: Callable[[Node], object]):
         """The value a declared variable holds at a use: its initializer, plus uniform
         accumulated updates; anything else (reassignment, address taken) is opaque."""
+        key = (decl.declarator.id, evaluate.__name__)
+        memo = self._values.get(key)
+        if memo is None:
+            saved = self.used_tid
+            self.used_tid = set()
+            try:
+                value: object = self._decl_value_uncached(decl, use, evaluate)
+            except Opaque as exc:
+                value = exc
+            memo = (value, frozenset(self.used_tid))
+            self._values[key] = memo
+            self.used_tid = saved
+        value, axes = memo
+        self.used_tid |= axes
+        if isinstance(value, Opaque):
+            raise Opaque(use)
+        return value
+
+    def _decl_value_uncached(self, decl: _Decl, use: Node,
+                             evaluate: Callable[[Node], object]):
         if decl.node.id in self._visiting:
             raise Opaque(use)
         quals = {text(c) for c in decl.node.children if c.type in (
@@ -752,8 +792,12 @@ def _cdiv(x: int, y: int) -> int:
     return q if (x >= 0) == (y >= 0) else -q
 
 
-def _declares(decl: Node, name: str) -> tuple[Node, int, Node | None] | None:
-    """(declarator, pointer depth, initializer) if ``decl`` declares ``name``."""
+_SCOPES = ("compound_statement", "for_statement", "for_range_loop", "translation_unit")
+
+
+def _declared(decl: Node) -> list[tuple[str, Node, int, Node | None]]:
+    """(name, declarator, pointer depth, initializer) for each name ``decl`` declares."""
+    out = []
     for d in decl.children_by_field_name("declarator"):
         value = None
         if d.type == "init_declarator":
@@ -770,13 +814,13 @@ def _declares(decl: Node, name: str) -> tuple[Node, int, Node | None] | None:
             elif cur.type == "reference_declarator":
                 depth += 100                    # references: not followed
             else:
-                depth += 200 if cur.type == "array_declarator" else 0
+                depth += 200                    # arrays: not followed
             cur = cur.child_by_field_name("declarator") or next(
                 (c for c in cur.named_children if c.type in (
                     "identifier", "pointer_declarator", "array_declarator")), None)
-        if cur is not None and cur.type == "identifier" and text(cur) == name:
-            return d, depth, value
-    return None
+        if cur is not None and cur.type == "identifier":
+            out.append((text(cur), d, depth, value))
+    return out
 
 
 def _same_block(write: Node, decl: _Decl) -> bool:
@@ -790,12 +834,6 @@ def _same_block(write: Node, decl: _Decl) -> bool:
 # ---------------------------------------------------------------------------------------
 # the analysis
 
-_ACCESS_QUERY = """
-(subscript_expression) @s
-(pointer_expression operator: "*") @d
-"""
-
-
 @dataclass
 class LaneAnalysis:
     """Every evaluable memory access of every kernel of a unit (ctx.analysis(...))."""
@@ -805,17 +843,57 @@ class LaneAnalysis:
     def __init__(self, ctx: "UnitContext"):
         self.accesses = []
         self.blocks = {}
-        kernels = [k for k in ctx.model.kernels if k.body is not None]
-        if not kernels:
+        # an address that does not mention threadIdx is the same for every lane (the
+        # engine reads the thread index from nothing else): no figure to report
+        if b"threadIdx" not in ctx.unit.data:
             return
-        structs = _struct_types(ctx.root)
+        kernels = [k for k in ctx.model.kernels
+                   if k.body is not None and b"threadIdx" in k.body.text]
+        structs: dict[str, StructType] = {}
+
+        def lazy_structs() -> dict[str, StructType]:
+            if not structs:
+                structs.update(_struct_types(ctx.model.nodes("struct")))
+                structs.setdefault("", StructType("", 0, {}))   # computed marker
+            return structs
         for fn in kernels:
-            self.accesses.extend(_kernel_accesses(ctx, fn, structs, self.blocks))
+            self.accesses.extend(_kernel_accesses(ctx, fn, lazy_structs, self.blocks))
+
+
+_IDENT = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def thread_dependent_names(fn: "Function", writes: dict[str, list[Node]]) -> set[bytes]:
+    """Names whose value may depend on threadIdx: declared or assigned from an expression
+    that mentions threadIdx or another such name (a cheap over-approximation of what the
+    lane engine can follow; everything it reads comes from these declarations and
+    writes)."""
+    sources: dict[str, set[bytes]] = {}
+    for decl in fn.nodes_in("declaration"):
+        for name, _, _, value in _declared(decl):
+            if value is not None:
+                sources.setdefault(name, set()).update(_IDENT.findall(value.text))
+    for name, nodes in writes.items():
+        for w in nodes:
+            if w.type == "assignment_expression":
+                sources.setdefault(name, set()).update(
+                    _IDENT.findall(w.child_by_field_name("right").text))
+    dependent = {b"threadIdx"}
+    pending = {name.encode(): idents for name, idents in sources.items()}
+    changed = True
+    while changed:
+        changed = False
+        for key, idents in list(pending.items()):
+            if not idents.isdisjoint(dependent):
+                dependent.add(key)
+                del pending[key]
+                changed = True
+    return dependent
 
 
 def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
-    caps = captures(_ACCESS_QUERY, fn.body)
-    candidates = sorted(caps.get("s", []) + caps.get("d", []), key=lambda n: n.start_byte)
+    candidates = sorted(fn.nodes_in("subscript") + fn.nodes_in("deref"),
+                        key=lambda n: n.start_byte)
     if not candidates:
         return []
     declared = block_shape(ctx, fn)
@@ -823,6 +901,7 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
     if declared is None:
         return []
     lanes = KernelLanes(ctx, fn, declared, structs)
+    dependent = thread_dependent_names(fn, lanes.writes)
     out = []
     for node in candidates:
         if _is_inner(node):
@@ -837,6 +916,8 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
         if parent is not None and parent.type == "pointer_expression" and \
                 text(parent.child_by_field_name("operator")) == "&":
             continue
+        if dependent.isdisjoint(_IDENT.findall(target.text)):
+            continue                            # the same address for every lane
         lanes.used_tid = set()
         try:
             p, width = lanes.lvalue(target)
