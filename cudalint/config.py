@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -53,12 +54,20 @@ class Settings:
     root: str = "."                                 # the config's folder (or the cwd)
 
     def fingerprint(self) -> str:
+        cached = _FINGERPRINTS.get(id(self))
+        if cached is not None and cached[0] is self:
+            return cached[1]
         data = {f.name: getattr(self, f.name) for f in fields(self)
                 if f.name not in ("config_path", "root")}
-        return hashlib.sha256(json.dumps(data, default=repr, sort_keys=True).encode()).hexdigest()
+        fp = hashlib.sha256(json.dumps(data, default=repr, sort_keys=True).encode()).hexdigest()
+        _FINGERPRINTS[id(self)] = (self, fp)
+        return fp
 
     def severity_of(self, code: str, default: str) -> str:
         return dict(self.severity).get(code, default)
+
+
+_FINGERPRINTS: dict[int, tuple[Settings, str]] = {}    # settings are immutable
 
 
 # key in the file -> (Settings field, converter)
@@ -247,7 +256,8 @@ class ConfigResolver:
     def for_path(self, path: Path) -> Settings:
         if self._forced is not None:
             return self._forced
-        folder = path.resolve().parent if not path.is_dir() else path.resolve()
+        full = Path(os.path.abspath(path))
+        folder = full if path.name != "_" and full.is_dir() else full.parent
         return self._for_dir(folder)
 
     def _for_dir(self, folder: Path) -> Settings:

@@ -70,40 +70,50 @@ def _excluded(path: Path, settings: Settings) -> bool:
 
 
 class _GitIgnores:
-    """Stacked .gitignore files; a path is ignored if any enclosing spec ignores it."""
+    """Stacked .gitignore files; a path is ignored if any enclosing spec ignores it.
+
+    Works on absolute path strings: discovery visits every file of a tree, and pathlib
+    objects cost more than the matching itself.
+    """
 
     def __init__(self):
-        self._specs: dict[Path, pathspec.PathSpec | None] = {}
-        self._top: dict[Path, bool] = {}       # folder holds .git (or is /): stop there
+        self._specs: dict[str, pathspec.PathSpec | None] = {}
+        self._top: dict[str, bool] = {}        # folder holds .git (or is /): stop there
 
-    def _spec(self, folder: Path) -> pathspec.PathSpec | None:
+    def _spec(self, folder: str) -> pathspec.PathSpec | None:
         if folder not in self._specs:
             spec = None
-            gi = folder / ".gitignore"
-            if gi.is_file():
+            gi = os.path.join(folder, ".gitignore")
+            if os.path.isfile(gi):
                 try:
-                    lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
-                    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+                    with open(gi, encoding="utf-8", errors="replace") as fh:
+                        spec = pathspec.GitIgnoreSpec.from_lines(fh.read().splitlines())
                 except (OSError, ValueError):
                     spec = None
             self._specs[folder] = spec
         return self._specs[folder]
 
-    def ignored(self, path: Path, is_dir: bool) -> bool:
-        folder = path.parent
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        folder = os.path.dirname(path)
         while True:
             spec = self._spec(folder)
             if spec is not None:
-                rel = path.relative_to(folder).as_posix() + ("/" if is_dir else "")
-                if spec.match_file(rel):
+                rel = path[len(folder):].lstrip(os.sep)
+                if os.sep != "/":
+                    rel = rel.replace(os.sep, "/")
+                if spec.match_file(rel + ("/" if is_dir else "")):
                     return True
             top = self._top.get(folder)
             if top is None:
-                top = self._top[folder] = (folder / ".git").exists() or \
-                    folder.parent == folder
+                parent = os.path.dirname(folder)
+                top = self._top[folder] = parent == folder or \
+                    os.path.exists(os.path.join(folder, ".git"))
             if top:
                 return False
-            folder = folder.parent
+            folder = os.path.dirname(folder)
+
+
+_KINDS = {".cu": "cuda", ".cuh": "cuda", ".py": "python", ".pyi": "python"}
 
 
 def discover(paths: list[str], resolver: ConfigResolver) -> list[Target]:
@@ -111,8 +121,10 @@ def discover(paths: list[str], resolver: ConfigResolver) -> list[Target]:
     targets: list[Target] = []
     gitignores = _GitIgnores()
 
-    def add(path: Path, kind: str, settings: Settings | None = None) -> None:
-        real = os.path.realpath(path) if path.is_symlink() else os.path.abspath(path)
+    def add(path: Path, kind: str, settings: Settings | None = None,
+            absolute: str | None = None) -> None:
+        real = absolute or (os.path.realpath(path) if path.is_symlink()
+                            else os.path.abspath(path))
         if real in seen:
             return
         seen.add(real)
@@ -129,25 +141,28 @@ def discover(paths: list[str], resolver: ConfigResolver) -> list[Target]:
         if not root.is_dir():
             raise FileNotFoundError(f"{raw}: no such file or directory")
         for folder, dirs, files in os.walk(root):
-            fpath = Path(folder)
-            settings = resolver.for_path(fpath / "_")
+            absfolder = os.path.abspath(folder)
+            settings = resolver.for_path(Path(folder) / "_")
+            git = settings.respect_gitignore
             keep = []
             for d in sorted(dirs):
-                dpath = fpath / d
-                if _excluded(dpath, settings) or (settings.respect_gitignore and
-                                                  gitignores.ignored(dpath, True)):
+                dpath = os.path.join(folder, d)
+                if _excluded(Path(dpath), settings) or (
+                        git and gitignores.ignored(os.path.join(absfolder, d), True)):
                     continue
                 keep.append(d)
             dirs[:] = keep
             for f in sorted(files):
-                path = fpath / f
-                kind = file_kind(path)
+                kind = _KINDS.get(os.path.splitext(f)[1].lower())
                 if kind is None:
+                    kind = file_kind(f)          # kinds added later (build files, ...)
+                    if kind is None:
+                        continue
+                absolute = os.path.join(absfolder, f)
+                path = Path(folder, f)
+                if _excluded(path, settings) or (git and gitignores.ignored(absolute, False)):
                     continue
-                if _excluded(path, settings) or (settings.respect_gitignore and
-                                                 gitignores.ignored(path, False)):
-                    continue
-                add(path, kind, settings)
+                add(path, kind, settings, absolute)
     # local headers included from .cu files are linted once, like .cuh files
     for target in list(targets):
         if target.kind != "cuda":

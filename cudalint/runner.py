@@ -14,8 +14,15 @@ from .selection import enabled_rules
 PARALLEL_MIN_FILES = 6
 
 
+_RULE_KEYS: dict[int, tuple[object, str]] = {}
+
+
 def _rules_key(target: Target) -> str:
-    return ",".join(r.code for r in enabled_rules(target.settings))
+    got = _RULE_KEYS.get(id(target.settings))
+    if got is None or got[0] is not target.settings:
+        got = (target.settings, ",".join(r.code for r in enabled_rules(target.settings)))
+        _RULE_KEYS[id(target.settings)] = got
+    return got[1]
 
 
 def _key(target: Target, data: bytes) -> str:
