@@ -21,6 +21,10 @@ CUDA_SUFFIXES = frozenset({".cu", ".cuh"})
 # Headers are linted only when included from a .cu file or named on the command line.
 HEADER_SUFFIXES = frozenset({".h", ".hpp", ".hh", ".inl", ".cuh"})
 PYTHON_SUFFIXES = frozenset({".py", ".pyi"})
+# Build files: read for the nvcc flags they set (cudalint/analysis/buildflags.py).
+CMAKE_NAMES = frozenset({"cmakelists.txt"})
+CMAKE_SUFFIXES = frozenset({".cmake"})
+TOML_NAMES = frozenset({"pyproject.toml"})
 
 
 def file_kind(path: str | Path) -> str | None:
@@ -29,6 +33,11 @@ def file_kind(path: str | Path) -> str | None:
         return "cuda"
     if suffix in PYTHON_SUFFIXES:
         return "python"
+    name = Path(path).name.lower()
+    if name in CMAKE_NAMES or suffix in CMAKE_SUFFIXES:
+        return "cmake"
+    if name in TOML_NAMES:
+        return "toml"
     return None
 
 
@@ -36,7 +45,7 @@ def file_kind(path: str | Path) -> str | None:
 class SourceFile:
     path: str                  # as displayed (relative to the working directory when possible)
     text: str
-    kind: str                  # "cuda" | "python"
+    kind: str                  # "cuda" | "python" | "cmake" | "toml"
 
     @cached_property
     def line_starts(self) -> list[int]:
