@@ -57,7 +57,7 @@ class Build:
 
     def units(self) -> str:
         """The affected units, for messages."""
-        if self.sources:
+        if self.sources and self.sources != ["**/*.cu"]:
             shown = ", ".join(self.sources[:3]) + (", ..." if len(self.sources) > 3 else "")
             return f"{self.label} ({shown})"
         return self.label
@@ -90,7 +90,7 @@ class _Line:
     def __init__(self, text: str):
         self.text = text
         self.starts = [0]
-        for m in re.finditer("\n", text):
+        for m in re.finditer(r"\r\n|\r|\n", text):     # the line ends ast counts
             self.starts.append(m.end())
         self._ascii = text.isascii()
 
@@ -99,8 +99,8 @@ class _Line:
         if self._ascii:
             return base + col
         end = self.starts[line] if line < len(self.starts) else len(self.text)
-        row = self.text[base:end].encode("utf-8")
-        return base + len(row[:col].decode("utf-8", "replace"))
+        row = self.text[base:end].encode("utf-8", "surrogatepass")
+        return base + sum(1 for b in row[:col] if b & 0xC0 != 0x80)   # chars in col bytes
 
 
 @dataclass
@@ -629,7 +629,7 @@ class _CMake:
                          if not w.text.startswith("${")]
                 srcs = sorted({s for t in self.targets.values() for s in t.sources
                                if s.endswith((".cu", ".cuh"))}) or ["**/*.cu"]
-                what = "CUDA sources of this CMake project"
+                what = "the CUDA sources of this CMake project"
                 if var.startswith("CUDA_NVCC_FLAGS"):
                     what = "FindCUDA targets (cuda_add_library/cuda_add_executable)"
                 builds.append(Build("cmake-dir", f"{what} via {var}", self.path, flags, srcs))
@@ -720,25 +720,25 @@ def _in_value_continuation(out, start) -> bool:
 def toml_builds(text: str, path: str = "pyproject.toml") -> list[Build]:
     if not any(v in text for v in _CMAKE_FLAG_VARS + ("CUDAFLAGS",)):
         return []
-    flags: list[Flag] = []
+    by_key: dict[str, list[Flag]] = {}
     for value, s, e, key in _toml_strings(text):
+        flags = by_key.setdefault(key, [])
         last = key.rsplit(".", 1)[-1]
         exact = value == text[s:e]
         if last in _CMAKE_FLAG_VARS or last.startswith("CMAKE_CUDA_FLAGS") or \
                 last == "CUDAFLAGS":
-            flags += split_words(value, s if exact else -1, path) if exact else \
+            flags += split_words(value, s, path) if exact else \
                 [Flag(w, path, s, e) for w in value.split()]
             continue
         m = re.match(r"-D(CMAKE_CUDA_FLAGS(?:_[A-Z]+)?|CUDA_NVCC_FLAGS)(?::[A-Z]+)?=", value)
         if m:
             rest = value[m.end():].strip("\"'")
             off = s + m.end() + (1 if value[m.end():m.end() + 1] in "\"'" else 0)
-            flags += split_words(rest, off if exact else -1, path) if exact else \
+            flags += split_words(rest, off, path) if exact else \
                 [Flag(w, path, s, e) for w in rest.split()]
-    if not flags:
-        return []
-    return [Build("toml", "the CMake project built by this pyproject.toml", path, flags,
-                  ["**/*.cu"])]
+    # each key is its own command line (a backend's args, a define, an environment entry)
+    return [Build("toml", f"every CUDA source of the CMake project (via `{key}`)", path,
+                  flags, ["**/*.cu"]) for key, flags in by_key.items() if flags]
 
 
 # =======================================================================================
