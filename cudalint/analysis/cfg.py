@@ -1,0 +1,270 @@
+"""Control-flow view of a kernel body for the synchronization rules (CL101-CL105).
+
+CUDA kernels are structured code, so the view is the syntax tree itself read as a
+structured control-flow graph: a node's *control context* is the chain of branches and
+loops that decide whether (and how often) it runs, and its *early exits* are the
+``return``/``break``/``continue`` statements that can leave the region before it.
+
+Barriers are classified here once, for every rule and analysis:
+
+    kind  "block"  ``__syncthreads*``, ``bar.sync``/``barrier.sync`` without a thread
+                   count, ``cg::this_thread_block().sync()``, ``block.sync()``,
+                   ``cg::sync(block)``, ``grid.sync()``
+          "warp"   ``__syncwarp(mask)``, ``tile.sync()`` / ``cg::sync(tile)`` for a
+                   ``thread_block_tile<N>`` (``size`` = N) or a ``coalesced_group``
+          "named"  ``bar.sync id, count``: a barrier for part of the block, by design
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from tree_sitter import Node
+
+from ..parse import captures, text
+
+BLOCK_SYNC_CALLS = frozenset({"__syncthreads", "__syncthreads_count", "__syncthreads_and",
+                              "__syncthreads_or", "__barrier_sync"})
+WARP_SYNC_CALLS = frozenset({"__syncwarp"})
+# PTX barriers: bar.sync / barrier.sync / bar.red / barrier.cta.sync (optionally .aligned)
+_PTX_BAR = re.compile(r"\b(?:bar|barrier)(?:\.cta)?\.(?:sync|red\.\w+|arrive)(?:\.aligned)?"
+                      r"\s+([^;\"]*)")
+_PTX_BAR_WARP = re.compile(r"\bbar\.warp\.sync\b")
+LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+FUNCTION_LIKE = ("function_definition", "lambda_expression")
+
+
+@dataclass(frozen=True)
+class Group:
+    """A cooperative-groups handle declared in a kernel."""
+    kind: str            # "block" | "tile" | "coalesced" | "grid" | "thread_group"
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class Sync:
+    node: Node           # the call / asm expression
+    kind: str            # "block" | "warp" | "named" | "grid"
+    size: int | None     # lanes per group for tile syncs (None: whole warp/block)
+    spelling: str        # as written, for messages
+
+
+def group_handles(body: Node | None) -> dict[str, Group]:
+    """Variables holding cooperative groups: ``cg::thread_block b = this_thread_block()``,
+    ``auto t = cg::tiled_partition<32>(b)``, ``thread_block_tile<16> t = ...``."""
+    out: dict[str, Group] = {}
+    if body is None:
+        return out
+    for decl in captures("(declaration) @d", body).get("d", []):
+        type_text = text(decl.child_by_field_name("type"))
+        for d in decl.children_by_field_name("declarator"):
+            value = None
+            if d.type == "init_declarator":
+                value = d.child_by_field_name("value")
+                d = d.child_by_field_name("declarator")
+            while d is not None and d.type == "reference_declarator":
+                d = next((c for c in d.named_children), None)
+            if d is None or d.type != "identifier":
+                continue
+            g = _group_of(type_text, text(value) if value is not None else "")
+            if g is not None:
+                out[text(d)] = g
+    return out
+
+
+_TILE = re.compile(r"thread_block_tile\s*<\s*(\d+)")
+_PARTITION = re.compile(r"tiled_partition\s*(?:<\s*(\d+)\s*>\s*\(|\([^,]*,\s*(\d+)\s*\))")
+
+
+def _group_of(type_text: str, value_text: str) -> Group | None:
+    m = _TILE.search(type_text)
+    if m:
+        return Group("tile", int(m.group(1)))
+    if "grid_group" in type_text or "this_grid" in value_text:
+        return Group("grid")
+    if "coalesced_group" in type_text or "coalesced_threads" in value_text:
+        return Group("coalesced")
+    m = _PARTITION.search(value_text)
+    if m:
+        size = m.group(1) or m.group(2)
+        return Group("tile", int(size)) if size else Group("thread_group")
+    if re.search(r"\bthread_block\b", type_text) or "this_thread_block" in value_text:
+        return Group("block")
+    return None
+
+
+def classify_sync(node: Node, groups: dict[str, Group]) -> Sync | None:
+    """The barrier a call or asm expression is, or None."""
+    if node.type == "gnu_asm_expression":
+        asm = "".join(text(s) for s in node.named_children if s.type in (
+            "string_literal", "concatenated_string"))
+        if _PTX_BAR_WARP.search(asm):
+            return Sync(node, "warp", None, "bar.warp.sync")
+        m = _PTX_BAR.search(asm)
+        if m is None:
+            return None
+        operands = [o for o in m.group(1).split(",") if o.strip()]
+        if len(operands) >= 2:
+            return Sync(node, "named", None, "bar.sync (named, with a thread count)")
+        return Sync(node, "block", None, "bar.sync")
+    if node.type != "call_expression":
+        return None
+    fn = node.child_by_field_name("function")
+    if fn is None:
+        return None
+    name = text(fn)
+    if fn.type == "identifier":
+        if name in BLOCK_SYNC_CALLS:
+            return Sync(node, "block", None, name + "()")
+        if name in WARP_SYNC_CALLS:
+            return Sync(node, "warp", None, "__syncwarp()")
+        return None
+    if fn.type == "qualified_identifier" and name.endswith("::sync"):
+        args = node.child_by_field_name("arguments")
+        first = args.named_children[0] if args is not None and args.named_children else None
+        return _group_sync(node, _group_expr(first, groups), f"{name}({text(first)})")
+    if fn.type == "field_expression" and text(fn.child_by_field_name("field")) in (
+            "sync", "barrier_sync"):
+        recv = fn.child_by_field_name("argument")
+        return _group_sync(node, _group_expr(recv, groups), name + "()")
+    return None
+
+
+def _group_expr(node: Node | None, groups: dict[str, Group]) -> Group | None:
+    if node is None:
+        return None
+    if node.type == "identifier":
+        return groups.get(text(node))
+    t = text(node)
+    if node.type == "call_expression":
+        return _group_of("", t)
+    return None
+
+
+def _group_sync(node: Node, group: Group | None, spelling: str) -> Sync | None:
+    if group is None:
+        return None
+    if group.kind == "block":
+        return Sync(node, "block", None, spelling)
+    if group.kind == "grid":
+        return Sync(node, "grid", None, spelling)
+    if group.kind == "tile" and group.size is not None and group.size <= 32:
+        return Sync(node, "warp", group.size, spelling)
+    if group.kind == "coalesced":
+        return Sync(node, "warp", None, spelling)
+    return None
+
+
+def syncs_in(body: Node | None, groups: dict[str, Group] | None = None) -> list[Sync]:
+    """Every barrier in a function body, in source order."""
+    if body is None:
+        return []
+    groups = group_handles(body) if groups is None else groups
+    caps = captures("(call_expression) @c (gnu_asm_expression) @a", body)
+    out = []
+    for node in caps.get("c", []) + caps.get("a", []):
+        s = classify_sync(node, groups)
+        if s is not None:
+            out.append(s)
+    return sorted(out, key=lambda s: s.node.start_byte)
+
+
+# ---------------------------------------------------------------------------------------
+# control context
+
+@dataclass(frozen=True)
+class Guard:
+    """One enclosing decision a node depends on."""
+    kind: str            # "if" | "else" | "loop" | "switch" | "ternary" | "opaque"
+    node: Node           # the if/loop/switch statement
+    condition: Node | None
+
+
+def control_context(node: Node, body: Node) -> list[Guard]:
+    """Enclosing branches and loops of ``node`` inside ``body``, innermost first.
+    A nested function-like node (a macro such as ``CUDA_KERNEL_LOOP(i, n) { ... }``
+    parses as one) is an "opaque" guard: what it does with its body is unknown."""
+    out: list[Guard] = []
+    child, cur = node, node.parent
+    while cur is not None and cur.id != body.id:
+        t = cur.type
+        if t == "if_statement":
+            cons = cur.child_by_field_name("consequence")
+            alt = cur.child_by_field_name("alternative")
+            cond = cur.child_by_field_name("condition")
+            if cons is not None and _within(child, cons):
+                out.append(Guard("if", cur, cond))
+            elif alt is not None and _within(child, alt):
+                out.append(Guard("else", cur, cond))
+        elif t in LOOPS:
+            cond = cur.child_by_field_name("condition")
+            loop_body = cur.child_by_field_name("body")
+            if loop_body is not None and _within(child, loop_body) or t == "do_statement":
+                out.append(Guard("loop", cur, cond))
+        elif t == "switch_statement":
+            out.append(Guard("switch", cur, cur.child_by_field_name("condition")))
+        elif t == "conditional_expression":
+            cond = cur.child_by_field_name("condition")
+            if cond is None or not _within(child, cond):
+                out.append(Guard("ternary", cur, cond))
+        elif t in ("binary_expression",) and text(cur.child_by_field_name("operator")) in (
+                "&&", "||"):
+            right = cur.child_by_field_name("right")
+            if right is not None and _within(child, right):
+                out.append(Guard("ternary", cur, cur.child_by_field_name("left")))
+        elif t in FUNCTION_LIKE:
+            out.append(Guard("opaque", cur, None))
+        child, cur = cur, cur.parent
+    return out
+
+
+def _within(node: Node, region: Node) -> bool:
+    return region.start_byte <= node.start_byte and node.end_byte <= region.end_byte
+
+
+@dataclass
+class Exit:
+    node: Node           # the return / break / continue statement
+    kind: str            # "return" | "break" | "continue"
+    guards: list[Guard] = field(default_factory=list)
+
+
+def exits_before(node: Node, body: Node) -> Iterator[Exit]:
+    """``return`` statements that can run before ``node`` on some path (lexically before
+    it, or anywhere in a loop that encloses it), and ``break``/``continue`` of the loops
+    that enclose it."""
+    loops = [g.node for g in control_context(node, body) if g.kind == "loop"]
+    caps = captures("(return_statement) @r (break_statement) @b (continue_statement) @c",
+                    body)
+    for kind, key in (("return", "r"), ("break", "b"), ("continue", "c")):
+        for stmt in caps.get(key, []):
+            if stmt.id == node.id:
+                continue
+            guards = control_context(stmt, body)
+            if any(g.kind == "opaque" for g in guards):
+                continue
+            if kind == "return":
+                before = stmt.start_byte < node.start_byte
+                in_loop = any(_within(stmt, lp) for lp in loops)
+                if not (before or in_loop):
+                    continue
+            else:
+                owner = _owning_loop(stmt, body)
+                if owner is None or not any(owner.id == lp.id for lp in loops):
+                    continue
+                # the guards that matter are those between the loop and the statement
+                guards = [g for g in guards if _within(g.node, owner) and g.node.id != owner.id]
+            yield Exit(stmt, kind, guards)
+
+
+def _owning_loop(stmt: Node, body: Node) -> Node | None:
+    """The loop a break/continue belongs to (a break inside a switch belongs to it)."""
+    cur = stmt.parent
+    while cur is not None and cur.id != body.id:
+        if cur.type in LOOPS:
+            return cur
+        if cur.type == "switch_statement" and stmt.type == "break_statement":
+            return None
+        cur = cur.parent
+    return None

@@ -1,0 +1,232 @@
+"""Thread dependence: which values and conditions of a kernel vary across its threads.
+
+A value *varies* when it may differ between two threads of one block: ``threadIdx``,
+the lane id (``%laneid``, ``threadIdx.x & 31``), ``cg::this_thread_block().thread_rank()``,
+``tile.thread_rank()``, results of atomics and warp exchanges, loads through a varying
+address, and every local variable that is assigned a varying value or assigned under a
+varying condition (control dependence). ``blockIdx``, ``blockDim``, ``gridDim``, kernel
+parameters, constants, loads from uniform addresses and ``__syncthreads_or/and/count``
+results are uniform.
+
+The analysis is flow-insensitive over the locals of one function (a fixed point over
+all their assignments) and *one-sided*: ``varies(expr)`` is True only when the
+expression is known to depend on the thread; anything opaque counts as not varying,
+so rules built on it stay silent when they cannot tell.
+
+    dep = ctx.analysis(ThreadDependence).of(fn)
+    dep.varies(condition)        # True / False
+    dep.reason(condition)        # "threadIdx.x", "lane", ... (what makes it vary)
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tree_sitter import Node
+
+from ..parse import captures, text
+from .cfg import FUNCTION_LIKE, LOOPS
+
+if TYPE_CHECKING:
+    from ..context import UnitContext
+    from ..model import Function
+
+# calls whose result differs between threads whatever their arguments
+VARYING_CALLS = frozenset({
+    "thread_rank", "thread_index", "__lane_id", "lane_id", "laneid", "get_lane_id",
+    "__laneid", "lane", "threadIdx_x", "atomicAdd", "atomicSub", "atomicInc", "atomicDec",
+    "atomicExch", "atomicCAS", "atomicMin", "atomicMax", "atomicAnd", "atomicOr",
+    "atomicXor", "atomicAdd_block", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
+    "__shfl_xor_sync", "__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "shfl",
+    "shfl_down", "shfl_up", "shfl_xor", "__ballot_sync", "__ballot", "ballot",
+    "__match_any_sync", "__activemask", "meta_group_rank", "clock", "clock64",
+    "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync",
+})
+# calls whose result is the same in every thread of the block
+UNIFORM_CALLS = frozenset({"__syncthreads_count", "__syncthreads_and", "__syncthreads_or",
+                           "size", "num_threads", "group_dim", "dim_threads",
+                           "meta_group_size", "sizeof"})
+_LANE_ASM = ("%laneid", "%tid", "%warpid", "%lanemask")
+
+
+class FunctionDependence:
+    def __init__(self, fn: "Function", unit_functions: dict[str, "Function"] | None = None):
+        self.fn = fn
+        self.body = fn.body
+        self.varying: dict[str, str] = {}      # local name -> why it varies
+        self._functions = unit_functions or {}
+        self._stack: set[str] = set()
+        if self.body is not None:
+            self._solve()
+
+    # -- expressions ----------------------------------------------------------------
+    def varies(self, node: Node | None) -> bool:
+        return self.reason(node) is not None
+
+    def reason(self, node: Node | None) -> str | None:
+        """What makes ``node`` differ between threads (None: nothing known)."""
+        if node is None:
+            return None
+        t = node.type
+        if t == "field_expression":
+            arg = node.child_by_field_name("argument")
+            if arg is not None and text(arg) == "threadIdx":
+                return text(node)
+            if arg is not None and arg.type == "identifier" and text(arg) in (
+                    "blockIdx", "blockDim", "gridDim"):
+                return None
+            return self.reason(arg)
+        if t == "identifier":
+            name = text(node)
+            if name in self.varying:
+                return self.varying[name]
+            if name == "threadIdx":
+                return "threadIdx"
+            return None
+        if t == "call_expression":
+            return self._call_reason(node)
+        if t == "subscript_expression":
+            # a load varies when its address does (or the array is thread-private)
+            arg = node.child_by_field_name("argument")
+            idx = node.child_by_field_name("indices")
+            r = self.reason(idx)
+            if r is not None:
+                return f"a load at a thread-dependent index ({r})"
+            return self.reason(arg) if arg is not None and arg.type != "identifier" else \
+                self.varying.get(text(arg)) if arg is not None else None
+        if t in ("number_literal", "string_literal", "true", "false", "char_literal",
+                 "sizeof_expression", "null", "nullptr"):
+            return None
+        if t in FUNCTION_LIKE:
+            return None
+        for c in node.named_children:
+            if c.type == "comment":
+                continue
+            if t == "cast_expression" and c.type == "type_descriptor":
+                continue
+            r = self.reason(c)
+            if r is not None:
+                return r
+        return None
+
+    def _call_reason(self, node: Node) -> str | None:
+        fnode = node.child_by_field_name("function")
+        name = text(fnode)
+        short = name.split("::")[-1]
+        if fnode is not None and fnode.type == "field_expression":
+            short = text(fnode.child_by_field_name("field"))
+        if fnode is not None and fnode.type == "template_function":
+            short = text(fnode.child_by_field_name("name")).split("::")[-1]
+        if short in UNIFORM_CALLS:
+            return None
+        if short in VARYING_CALLS:
+            return f"{short}()"
+        args = node.child_by_field_name("arguments")
+        defs = self._functions.get(short)
+        if defs is not None and defs.body is not None and short not in self._stack:
+            self._stack.add(short)
+            try:
+                returns = captures("(return_statement) @r", defs.body).get("r", [])
+                inner = FunctionDependence.__new__(FunctionDependence)
+                inner.fn, inner.body, inner._functions = defs, defs.body, self._functions
+                inner.varying = {}
+                inner._stack = self._stack
+                inner._solve()
+                for r in returns:
+                    expr = r.named_children[0] if r.named_children else None
+                    why = inner.reason(expr)
+                    if why is not None:
+                        return f"{short}() ({why})"
+            finally:
+                self._stack.discard(short)
+        if args is not None:
+            for a in args.named_children:
+                r = self.reason(a)
+                if r is not None:
+                    return r
+        return None
+
+    # -- locals -----------------------------------------------------------------------
+    def _solve(self) -> None:
+        body = self.body
+        caps = captures("""
+            (init_declarator declarator: (_) @n value: (_) @v)
+            (assignment_expression left: (_) @l right: (_) @r)
+            (update_expression argument: (_) @u)
+            (gnu_asm_output_operand value: (_) @asm)
+            """, body)
+        writes: list[tuple[str, Node | None, Node]] = []
+        for n, v in zip(caps.get("n", []), caps.get("v", [])):
+            writes.append((_base_name(n), v, n))
+        for l, r in zip(caps.get("l", []), caps.get("r", [])):
+            writes.append((_base_name(l), r, l))
+        for u in caps.get("u", []):
+            writes.append((_base_name(u), None, u))
+        for a in caps.get("asm", []):
+            asm = a.parent.parent if a.parent is not None else None
+            asm_text = text(asm)
+            if any(k in asm_text for k in _LANE_ASM):
+                name = _base_name(a)
+                if name:
+                    self.varying[name] = f"{name} (from %laneid/%tid)"
+        writes = [w for w in writes if w[0]]
+        changed = True
+        rounds = 0
+        while changed and rounds < 8:
+            changed = False
+            rounds += 1
+            for name, value, site in writes:
+                if name in self.varying:
+                    continue
+                why = self.reason(value) if value is not None else None
+                if why is None:
+                    cond = self._varying_control(site)
+                    if cond is not None:
+                        why = f"assigned under `{cond}`"
+                if why is not None:
+                    self.varying[name] = why
+                    changed = True
+
+    def _varying_control(self, node: Node) -> str | None:
+        cur = node.parent
+        while cur is not None and cur.id != self.body.id:
+            if cur.type in ("if_statement", "while_statement", "do_statement",
+                            "for_statement", "switch_statement"):
+                cond = cur.child_by_field_name("condition")
+                if cond is not None and not (cond.start_byte <= node.start_byte < cond.end_byte) \
+                        and self.varies(cond):
+                    return text(cond).strip("() ")
+            cur = cur.parent
+        return None
+
+
+def _base_name(node: Node) -> str:
+    cur = node
+    while cur is not None and cur.type in ("subscript_expression", "field_expression",
+                                           "pointer_declarator", "array_declarator",
+                                           "reference_declarator", "parenthesized_expression",
+                                           "pointer_expression", "init_declarator"):
+        nxt = cur.child_by_field_name("argument") or cur.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in cur.named_children), None)
+        cur = nxt
+    return text(cur) if cur is not None and cur.type == "identifier" else ""
+
+
+class ThreadDependence:
+    """Per-unit cache: ``ctx.analysis(ThreadDependence).of(fn)``."""
+
+    def __init__(self, ctx: "UnitContext"):
+        self.ctx = ctx
+        self._by_fn: dict[int, FunctionDependence] = {}
+        self._functions = {f.name: f for f in ctx.model.device_functions}
+
+    def of(self, fn: "Function") -> FunctionDependence:
+        dep = self._by_fn.get(fn.node.id)
+        if dep is None:
+            dep = FunctionDependence(fn, self._functions)
+            self._by_fn[fn.node.id] = dep
+        return dep
+
+
+def is_loop(node: Node) -> bool:
+    return node.type in LOOPS

@@ -1,0 +1,1327 @@
+"""Shared-memory races and warp-mask mismatches, found by running a kernel's block.
+
+The kernel body is executed for the threads of one block at once (vectors of per-thread
+values, bit masks of active threads), following the structured control flow of
+:mod:`cfg`: branches split the active mask, loops iterate while any thread continues,
+``return``/``break``/``continue`` leave per thread, device functions of the unit are
+inlined. Index arithmetic is exact per thread (``%``, ``/``, ``^``, ``&`` included), as
+in the lane engine of :mod:`lanes` (whose type sizes and struct layouts it reuses);
+everything the kernel cannot know (kernel parameters, ``blockIdx``, ``gridDim``) is a
+uniform value given sample figures, and each kernel is run once per sample.
+
+Every ``__shared__`` access is logged per byte address until the next block barrier.
+A read of an address another thread wrote (or a write of one another thread read) in
+the same barrier interval is a race, unless the two threads are lanes of one warp and
+a ``__syncwarp()`` (or a tile sync) containing both ran in between:
+
+    CL102  the other thread is in another warp: only ``__syncthreads()`` orders them
+    CL101  the other thread is a lane of the same warp, with no warp-level sync
+
+Precision first: a value the simulation cannot know is *unknown*; an access at an
+unknown address is not logged; an access under a condition it cannot evaluate is
+*uncertain* and never reported; a call it cannot see into counts as a barrier; a loop
+it cannot bound stops the run (races found before are kept). A race is reported only
+when every run (every sample, and every candidate block shape when the shape is not
+known) finds it.
+
+At each ``*_sync(mask, ...)`` warp intrinsic the run also compares the constant mask
+with the lanes that execute the call (CL105).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tree_sitter import Node
+
+from ..consteval import eval_int
+from ..parse import captures, text
+from .cfg import Group, classify_sync, group_handles
+from .lanes import _struct_types, block_shape, type_size
+
+if TYPE_CHECKING:
+    from ..context import UnitContext
+    from ..model import Function
+
+WARP = 32
+LOOP_CAP = 160                 # iterations of one loop in one run
+STEP_BUDGET = 2500             # statement executions per run
+MAX_INLINE_DEPTH = 6
+# (kernel parameters, blockIdx, gridDim) per run: large sizes so that bounds checks
+# such as `i < n` hold for the sampled blocks, two different values so that a figure
+# that depends on them is not taken for a fact
+SAMPLES = ((1024, 0, 4), (2053, 1, 7))
+GUESSED_BLOCKS = ((128, 1, 1), (256, 1, 1))
+FULL_MASK = 0xFFFFFFFF
+
+WARP_INTRINSICS = frozenset({
+    "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+    "__ballot_sync", "__any_sync", "__all_sync", "__uni_sync", "__match_any_sync",
+    "__match_all_sync", "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync",
+    "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync", "__syncwarp",
+})
+_PURE = re.compile(
+    r"^(?:std::|::|cuda::std::)?(?:[a-z]*(?:sqrt|rsqrt|cbrt|rcbrt|exp|exp2|exp10|expm1|log|"
+    r"log2|log10|log1p|pow|sin|cos|tan|sinh|cosh|tanh|asin|acos|atan|atan2|fabs|abs|fmax|"
+    r"fmin|max|min|floor|ceil|round|rint|trunc|fma|fmod|erf|erfc|erfinv|hypot|isnan|isinf|"
+    r"isfinite|copysign|lgamma|tgamma|sincos|sincospi|rcp|saturate|lrint|llrint|lround|"
+    r"signbit|nearbyint|remainder|ldexp|frexp|fdim|norm\d*d?|rnorm\d*d?|normcdf|sinpi|"
+    r"cospi)f?|make_\w+|printf|assert|static_cast|reinterpret_cast|const_cast|"
+    r"dynamic_cast|float|double|int|unsigned|half|__half|bfloat16|__nv_bfloat16|"
+    r"min|max|abs|swap|clamp|ceil_div|div_up|DIVUP|THCCeilDiv|ceilDiv|sizeof|"
+    r"numeric_limits|is_same)$")
+_LANE_FUNCS = frozenset({"__lane_id", "lane_id", "laneid", "get_lane_id", "__laneid",
+                         "LaneId"})
+_INT_TYPES = ("int", "long", "short", "char", "size_t", "unsigned", "signed", "auto",
+              "int32_t", "int64_t", "uint32_t", "uint64_t", "index_t", "bool", "uint",
+              "dim_t", "int16_t", "uint16_t", "int8_t", "uint8_t")
+
+
+class GiveUp(Exception):
+    """The run cannot go on exactly: stop (what was found before stays)."""
+
+
+@dataclass
+class SPtr:
+    """A pointer into shared memory: array key, byte offset (int or per thread)."""
+    key: str
+    offset: Any
+    elem: str
+    dims: tuple = ()            # remaining inner dimensions (multi-dimensional arrays)
+    size: int | None = None     # the whole array's bytes, when known
+
+
+class GPtr:
+    """A pointer into global/local memory: its loads are unknown, its stores ignored."""
+
+
+GLOBAL = GPtr()
+
+
+@dataclass
+class SharedVar:
+    key: str
+    name: str
+    elem: str
+    dims: tuple                  # () for a scalar
+    extern: bool
+
+
+@dataclass
+class Hit:
+    """One racing pair, as found in one run."""
+    first: Node                  # the earlier access
+    second: Node                 # the later access
+    first_write: bool
+    cross_warp: bool
+    threads: tuple[int, int]     # (earlier thread, later thread), linear ids
+    address: int
+    array: str
+
+
+@dataclass
+class MaskHit:
+    node: Node
+    mask: int
+    arrive: int                  # lanes that execute the call (in one warp)
+    live: int                    # lanes of the warp still running the kernel
+    warp: int
+
+
+@dataclass
+class RunResult:
+    races: dict[tuple[int, int], Hit] = field(default_factory=dict)
+    masks: dict[int, MaskHit] = field(default_factory=dict)
+    complete: bool = True
+    reason: str = ""
+
+
+class _Frame:
+    def __init__(self):
+        self.ret = 0
+        self.value: list | None = None
+        self.loops: list[list[int]] = []      # [break mask, continue mask]
+
+
+class BlockRun:
+    """One execution of a kernel for one block shape and one sample."""
+
+    def __init__(self, ctx: "UnitContext", fn: "Function", block: tuple[int, int, int],
+                 sample: tuple[int, int, int], structs, functions, shared_globals):
+        self.ctx, self.fn = ctx, fn
+        self.block = block
+        self.param_value, self.block_idx, self.grid_dim = sample
+        self.structs = structs
+        self.functions = functions
+        bx, by, bz = block
+        total = bx * by * bz
+        self.total = total
+        nwarps = -(-total // WARP)
+        self.tids = [t for w in _chosen_warps(nwarps) for t in range(w * WARP, min(
+            total, (w + 1) * WARP))]
+        n = len(self.tids)
+        self.n = n
+        self.full = (1 << n) - 1
+        self.warp_of = [t // WARP for t in self.tids]
+        self.lane_of = [t % WARP for t in self.tids]
+        self.tx = tuple(t % bx for t in self.tids)
+        self.ty = tuple((t // bx) % by for t in self.tids)
+        self.tz = tuple(t // (bx * by) for t in self.tids)
+        self.linear = tuple(self.tids)
+        self.warp_bits: dict[int, int] = {}
+        for i, w in enumerate(self.warp_of):
+            self.warp_bits[w] = self.warp_bits.get(w, 0) | (1 << i)
+        self.scopes: list[dict[str, Any]] = []
+        self.shared: dict[str, SharedVar] = dict(shared_globals)
+        self.maybe = 0           # threads whose path here is not known (scoped)
+        self.ghost = 0           # threads that may have left (persistent)
+        self.exited = 0          # threads that returned from the kernel
+        self.frames: list[_Frame] = []
+        self.steps = 0
+        self.log: dict[tuple[str, int], tuple[dict, dict]] = {}
+        self.events: dict[int, list[int]] = {}
+        self.result = RunResult()
+        self.groups: dict[str, Group] = {}
+        self.depth = 0
+
+    # ---- driver --------------------------------------------------------------------
+    def run(self) -> RunResult:
+        self.groups = group_handles(self.fn.body)
+        self.frames.append(_Frame())
+        self.scopes.append(self._bind_params(self.fn, None))
+        try:
+            self.exec_block(self.fn.body, self.full)
+        except GiveUp as e:
+            self.result.complete = False
+            self.result.reason = str(e)
+        except (RecursionError, ValueError, TypeError, AttributeError, IndexError,
+                OverflowError, ZeroDivisionError, MemoryError) as e:
+            self.result.complete = False
+            self.result.reason = f"internal: {type(e).__name__}"
+        return self.result
+
+    def _bind_params(self, fn: "Function", args: list | None) -> dict[str, Any]:
+        scope: dict[str, Any] = {}
+        for k, p in enumerate(fn.params):
+            if not p.name:
+                continue
+            if args is not None:
+                scope[p.name] = args[k] if k < len(args) else None
+            elif p.is_pointer:
+                scope[p.name] = GLOBAL
+            elif p.is_reference or not _is_int_type(p.base_type):
+                scope[p.name] = None
+            else:
+                scope[p.name] = self.param_value
+        return scope
+
+    def _step(self):
+        self.steps += 1
+        if self.steps > STEP_BUDGET:
+            raise GiveUp("step budget")
+
+    # ---- masks & vectors ---------------------------------------------------------------
+    def bits(self, mask: int):
+        i = 0
+        while mask:
+            if mask & 1:
+                yield i
+            mask >>= 1
+            i += 1
+
+    def vec(self, v) -> tuple:
+        if isinstance(v, tuple):
+            return v
+        return (v,) * self.n
+
+    def split(self, v, act: int) -> tuple[int, int, int]:
+        """(true, false, unknown) masks of a condition over the active threads."""
+        if v is None or isinstance(v, (GPtr, SPtr)):
+            return 0, 0, act
+        if isinstance(v, int):
+            return (act, 0, 0) if v else (0, act, 0)
+        t = f = u = 0
+        for i in self.bits(act):
+            x = v[i]
+            if x is None:
+                u |= 1 << i
+            elif x:
+                t |= 1 << i
+            else:
+                f |= 1 << i
+        return t, f, u
+
+    def merge(self, old, new, act: int):
+        """Per thread: ``new`` where active, ``old`` elsewhere (unknown where unsure)."""
+        unsure = act & self.maybe
+        if act == self.full and not unsure:
+            return new
+        if isinstance(new, SPtr) or isinstance(old, SPtr):
+            if isinstance(new, SPtr) and isinstance(old, SPtr) and new.key == old.key and \
+                    new.dims == old.dims and not unsure:
+                return SPtr(new.key, self.merge(old.offset, new.offset, act), new.elem,
+                            new.dims, new.size)
+            return None
+        if isinstance(new, GPtr) or isinstance(old, GPtr):
+            return GLOBAL if new is old else None
+        if old == new and not unsure and (isinstance(new, int) or new is None):
+            return new
+        o, w = self.vec(old), self.vec(new)
+        out = list(o)
+        for i in self.bits(act):
+            out[i] = None if unsure >> i & 1 else w[i]
+        return tuple(out)
+
+    # ---- statements --------------------------------------------------------------------
+    def exec_block(self, node: Node, act: int) -> int:
+        self.scopes.append({})
+        try:
+            for child in node.named_children:
+                if not act:
+                    break
+                act = self.exec(child, act)
+        finally:
+            self.scopes.pop()
+        return act
+
+    def exec(self, node: Node, act: int) -> int:
+        t = node.type
+        if t in ("comment", "preproc_call", "preproc_def", "preproc_function_def",
+                 "type_definition", "using_declaration", "alias_declaration",
+                 "static_assert_declaration", "empty_statement", "preproc_include",
+                 "struct_specifier", "class_specifier", "enum_specifier",
+                 "namespace_alias_definition"):
+            return act
+        self._step()
+        if t == "compound_statement":
+            return self.exec_block(node, act)
+        if t == "expression_statement":
+            for c in node.named_children:
+                if c.type != "comment":
+                    self.eval(c, act)
+            return act
+        if t == "declaration":
+            self.declare(node, act)
+            return act
+        if t == "if_statement":
+            return self.exec_if(node, act)
+        if t in ("for_statement", "while_statement", "do_statement"):
+            return self.exec_loop(node, act)
+        if t == "return_statement":
+            frame = self.frames[-1]
+            expr = next((c for c in node.named_children if c.type != "comment"), None)
+            if expr is not None:
+                v = self.eval(expr, act)
+                if len(self.frames) > 1:
+                    if frame.value is None:
+                        frame.value = [None] * self.n
+                    vv = self.vec(v) if not isinstance(v, (SPtr, GPtr)) else (None,) * self.n
+                    for i in self.bits(act):
+                        frame.value[i] = vv[i]
+            frame.ret |= act
+            if len(self.frames) == 1:
+                self.exited |= act & ~self.maybe
+                self.ghost |= act & self.maybe
+            return 0
+        if t == "break_statement":
+            if not self.frames[-1].loops:
+                raise GiveUp("break outside a loop")
+            self.frames[-1].loops[-1][0] |= act
+            return 0
+        if t == "continue_statement":
+            if not self.frames[-1].loops:
+                raise GiveUp("continue outside a loop")
+            self.frames[-1].loops[-1][1] |= act
+            return 0
+        if t in ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif"):
+            raise GiveUp("preprocessor conditional")
+        raise GiveUp(f"statement {t}")
+
+    def exec_if(self, node: Node, act: int) -> int:
+        cond = node.child_by_field_name("condition")
+        v = self.eval(_unwrap(cond), act)
+        tm, fm, um = self.split(v, act)
+        cons = node.child_by_field_name("consequence")
+        alt = node.child_by_field_name("alternative")
+        if alt is not None and alt.type == "else_clause":
+            alt = next((c for c in alt.named_children if c.type != "comment"), None)
+        saved = self.maybe
+        self.maybe |= um
+        try:
+            out_t = self.exec(cons, tm | um) if cons is not None and (tm | um) else 0
+            out_f = self.exec(alt, fm | um) if alt is not None and (fm | um) else fm | um
+        finally:
+            self.maybe = saved
+        out = out_t | out_f
+        lost = um & ~(out_t & out_f)
+        if lost:
+            # unknown threads that may have left (return/break/continue in one branch)
+            self.ghost |= lost
+            out |= lost & act
+        return out
+
+    def exec_loop(self, node: Node, act: int) -> int:
+        t = node.type
+        self.scopes.append({})
+        frame = self.frames[-1]
+        try:
+            if t == "for_statement":
+                init = node.child_by_field_name("initializer")
+                if init is not None:
+                    if init.type == "declaration":
+                        self.declare(init, act)
+                    else:
+                        self.eval(init, act)
+            cond = node.child_by_field_name("condition")
+            update = node.child_by_field_name("update")
+            body = node.child_by_field_name("body")
+            running = act
+            done = 0
+            first = True
+            for _ in range(LOOP_CAP + 1):
+                if not running:
+                    break
+                if not (t == "do_statement" and first) and cond is not None:
+                    v = self.eval(_unwrap(cond), running)
+                    tm, fm, um = self.split(v, running)
+                    if um:
+                        raise GiveUp("loop condition unknown")
+                    done |= fm
+                    running = tm
+                    if not running:
+                        break
+                first = False
+                frame.loops.append([0, 0])
+                try:
+                    out = self.exec(body, running) if body is not None else running
+                finally:
+                    brk, cont = frame.loops.pop()
+                done |= brk
+                running = out | cont
+                if update is not None and running:
+                    self.eval(update, running)
+                self._step()
+            else:
+                raise GiveUp("loop bound")
+            return done
+        finally:
+            self.scopes.pop()
+
+    def declare(self, node: Node, act: int) -> None:
+        quals = {text(c) for c in node.children if c.type in (
+            "type_qualifier", "storage_class_specifier")}
+        type_text = text(node.child_by_field_name("type"))
+        scope = self.scopes[-1]
+        for d in node.children_by_field_name("declarator"):
+            value = None
+            if d.type == "init_declarator":
+                value = d.child_by_field_name("value")
+                d = d.child_by_field_name("declarator")
+            name, dims, ptr, ref = _declarator(d, self.env_int)
+            if not name:
+                continue
+            if "__shared__" in quals:
+                key = f"{name}@{node.start_byte}"
+                self.shared[name] = SharedVar(key, name, type_text, tuple(dims),
+                                              "extern" in quals)
+                scope[name] = self._shared_value(self.shared[name])
+                continue
+            if dims:
+                scope[name] = None           # a thread's own array: not tracked
+                continue
+            if value is None:
+                scope[name] = None
+                continue
+            if value.type in ("initializer_list", "argument_list"):
+                inner = [c for c in value.named_children if c.type != "comment"]
+                if len(inner) == 1 and not ref:
+                    v = self.eval(inner[0], act)
+                else:
+                    for c in inner:
+                        self.eval(c, act)
+                    v = None
+            else:
+                v = self.eval(value, act)
+            if ref:
+                v = None
+            elif not ptr and isinstance(v, (SPtr, GPtr)) and "auto" not in type_text:
+                v = None
+            elif not ptr and not _is_int_type(type_text) and "auto" not in type_text \
+                    and not isinstance(v, (SPtr, GPtr)):
+                v = None if not _group_type(type_text) else v
+            elif ptr and isinstance(v, SPtr):
+                v = self.decay(v, _clean(type_text))
+            scope[name] = v        # a new variable: only the active threads see it
+
+    def decay(self, v: SPtr, elem: str) -> SPtr | None:
+        """A shared array or pointer converted to ``elem*`` (arrays decay to their
+        first element; a pointer of another element type reinterprets the bytes)."""
+        if len(v.dims) > 1:
+            return None
+        if elem == _clean(v.elem) and len(v.dims) <= 1:
+            return SPtr(v.key, v.offset, v.elem, (), v.size)
+        if type_size(elem, self.structs) is None:
+            return None
+        return SPtr(v.key, v.offset, elem, (), v.size)
+
+    def _shared_value(self, var: SharedVar):
+        esize = type_size(var.elem, self.structs)
+        if esize is None:
+            return None
+        size = None
+        if var.dims and all(d is not None for d in var.dims):
+            size = esize
+            for d in var.dims:
+                size *= d
+        elif not var.dims:
+            size = esize
+        return SPtr(var.key, 0, var.elem, tuple(var.dims), size)
+
+    def env_int(self, node_text: str) -> int | None:
+        return eval_int(node_text, self.fn.constants)
+
+    # ---- variables -----------------------------------------------------------------
+    def lookup(self, name: str):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return True, scope[name]
+        return False, None
+
+    def assign(self, name: str, value, act: int) -> None:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                scope[name] = self.merge(scope[name], value, act)
+                return
+        # a global or unknown variable: nothing to track
+
+    # ---- expressions -------------------------------------------------------------------
+    def eval(self, node: Node | None, act: int):
+        if node is None or not act:
+            return None
+        t = node.type
+        if t == "number_literal":
+            return _int_literal(text(node))
+        if t in ("true", "false"):
+            return int(t == "true")
+        if t in ("parenthesized_expression", "condition_clause"):
+            inner = [c for c in node.named_children if c.type != "comment"]
+            if len(inner) != 1:
+                for c in inner:
+                    v = self.eval(c, act)
+                return None
+            return self.eval(inner[0], act)
+        if t == "identifier":
+            return self.ident(node)
+        if t == "qualified_identifier":
+            v = eval_int(text(node), self.fn.constants)
+            return v
+        if t == "field_expression":
+            return self.field(node, act)
+        if t == "binary_expression":
+            return self.binary(node, act)
+        if t == "unary_expression":
+            op = text(node.child_by_field_name("operator"))
+            a = self.eval(node.child_by_field_name("argument"), act)
+            return _unop(op, a)
+        if t == "update_expression":
+            return self.update(node, act)
+        if t == "assignment_expression":
+            return self.assignment(node, act)
+        if t == "conditional_expression":
+            c = self.eval(node.child_by_field_name("condition"), act)
+            tm, fm, um = self.split(c, act)
+            if um:
+                saved = self.maybe
+                self.maybe |= um
+                try:
+                    a = self.eval(node.child_by_field_name("consequence"), tm | um)
+                    b = self.eval(node.child_by_field_name("alternative"), fm | um)
+                finally:
+                    self.maybe = saved
+                return None
+            a = self.eval(node.child_by_field_name("consequence"), tm) if tm else None
+            b = self.eval(node.child_by_field_name("alternative"), fm) if fm else None
+            if not fm:
+                return a
+            if not tm:
+                return b
+            if isinstance(a, (SPtr, GPtr)) or isinstance(b, (SPtr, GPtr)):
+                return None
+            va, vb = self.vec(a), self.vec(b)
+            return tuple(va[i] if tm >> i & 1 else vb[i] for i in range(self.n))
+        if t == "cast_expression":
+            ty = text(node.child_by_field_name("type"))
+            v = self.eval(node.child_by_field_name("value"), act)
+            return self.cast(ty, v)
+        if t == "call_expression":
+            return self.call(node, act)
+        if t in ("subscript_expression", "pointer_expression"):
+            if t == "pointer_expression" and text(node.child_by_field_name("operator")) == "&":
+                return self.address_of(node.child_by_field_name("argument"), act)
+            return self.load(node, act)
+        if t == "sizeof_expression":
+            ty = node.child_by_field_name("type")
+            return type_size(text(ty), self.structs) if ty is not None else None
+        if t == "comma_expression":
+            self.eval(node.child_by_field_name("left"), act)
+            return self.eval(node.child_by_field_name("right"), act)
+        if t == "gnu_asm_expression":
+            return self.asm(node, act)
+        if t in ("string_literal", "char_literal", "concatenated_string", "lambda_expression",
+                 "initializer_list", "null", "nullptr", "this", "type_descriptor",
+                 "template_function", "raw_string_literal"):
+            return None
+        # anything else: evaluate children for their side effects (shared accesses)
+        for c in node.named_children:
+            if c.type not in ("comment", "type_descriptor", "argument_list",
+                              "template_argument_list"):
+                self.eval(c, act)
+            elif c.type == "argument_list":
+                for a in c.named_children:
+                    self.eval(a, act)
+        return None
+
+    def ident(self, node: Node):
+        name = text(node)
+        found, v = self.lookup(name)
+        if found:
+            return v
+        var = self.shared.get(name)
+        if var is not None:
+            return self._shared_value(var)
+        if name == "warpSize":
+            return WARP
+        if name in self.fn.constants:
+            return self.fn.constants[name]
+        return None
+
+    def field(self, node: Node, act: int):
+        arg = node.child_by_field_name("argument")
+        comp = text(node.child_by_field_name("field"))
+        op = text(node.child_by_field_name("operator"))
+        base = text(arg)
+        if op == "." and base in ("threadIdx", "blockDim", "blockIdx", "gridDim"):
+            axis = "xyz".find(comp)
+            if axis < 0:
+                return None
+            if base == "threadIdx":
+                return (self.tx, self.ty, self.tz)[axis]
+            if base == "blockDim":
+                return self.block[axis]
+            if base == "blockIdx":
+                return self.block_idx if axis == 0 else 0
+            return self.grid_dim if axis == 0 else 1
+        # a field of a shared struct/vector element: a load
+        return self.load(node, act)
+
+    def binary(self, node: Node, act: int):
+        op = text(node.child_by_field_name("operator"))
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        a = self.eval(left, act)
+        if op in ("&&", "||"):
+            tm, fm, um = self.split(a, act)
+            go = (tm if op == "&&" else fm)
+            saved = self.maybe
+            self.maybe |= um
+            try:
+                b = self.eval(right, go | um) if go | um else None
+            finally:
+                self.maybe = saved
+            bt, bf, bu = self.split(b, go | um) if go | um else (0, 0, 0)
+            if op == "&&":
+                res_t, res_f = tm & bt & ~um, fm | (tm & bf & ~um)
+            else:
+                res_t, res_f = tm | (fm & bt & ~um), fm & bf & ~um
+            unknown = act & ~(res_t | res_f)
+            if unknown == act:
+                return None
+            if res_t == act:
+                return 1
+            if res_f == act:
+                return 0
+            return tuple(None if unknown >> i & 1 else (1 if res_t >> i & 1 else 0)
+                         for i in range(self.n))
+        b = self.eval(right, act)
+        if isinstance(a, SPtr) and op in ("+", "-"):
+            return self.ptr_add(a, b, op == "-")
+        if isinstance(b, SPtr) and op == "+":
+            return self.ptr_add(b, a, False)
+        if isinstance(a, (SPtr, GPtr)) or isinstance(b, (SPtr, GPtr)):
+            return GLOBAL if op in ("+", "-") and (isinstance(a, GPtr) or isinstance(b, GPtr)) \
+                else None
+        return _binop(op, a, b)
+
+    def ptr_add(self, p: SPtr, off, negative: bool):
+        size = self._elem_bytes(p)
+        if size is None or off is None:
+            return None
+        step = _binop("*", off, size)
+        if negative:
+            step = _unop("-", step)
+        return SPtr(p.key, _binop("+", p.offset, step), p.elem, p.dims[1:] if p.dims else (),
+                    p.size)
+
+    def _elem_bytes(self, p: SPtr) -> int | None:
+        size = type_size(p.elem, self.structs)
+        if size is None:
+            return None
+        for d in p.dims[1:]:
+            if d is None:
+                return None
+            size *= d
+        return size
+
+    def cast(self, ty: str, v):
+        if "*" in ty:
+            if isinstance(v, SPtr):
+                if ty.count("*") != 1:
+                    return None
+                return self.decay(v, _clean(ty.replace("*", " ")))
+            return GLOBAL if isinstance(v, GPtr) else None
+        if _is_int_type(ty) and not isinstance(v, (SPtr, GPtr)):
+            return v
+        return None
+
+    def update(self, node: Node, act: int):
+        arg = node.child_by_field_name("argument")
+        op = text(node.child_by_field_name("operator"))
+        old = self.eval(arg, act) if arg.type != "identifier" else self.ident(arg)
+        new = _binop("+" if op == "++" else "-", old, 1) if not isinstance(old, SPtr) \
+            else self.ptr_add(old, 1, op == "--")
+        self.store(arg, new, act, compound=True)
+        prefix = node.children and node.children[0].type in ("++", "--")
+        return new if prefix else old
+
+    def assignment(self, node: Node, act: int):
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        op = text(node.child_by_field_name("operator"))
+        value = self.eval(right, act)
+        if op != "=":
+            old = self.eval(left, act) if left.type != "identifier" else self.ident(left)
+            if isinstance(old, SPtr) and op in ("+=", "-="):
+                value = self.ptr_add(old, value, op == "-=")
+            else:
+                value = _binop(op[:-1], old, value)
+        self.store(left, value, act, compound=op != "=")
+        return value
+
+    def store(self, left: Node, value, act: int, compound: bool) -> None:
+        left = _unwrap(left)
+        if left.type == "identifier":
+            name = text(left)
+            found, _ = self.lookup(name)
+            if found:
+                self.assign(name, value, act)
+                return
+            var = self.shared.get(name)
+            if var is not None and not var.dims:
+                p = self._shared_value(var)
+                if p is not None:
+                    self.record(p, left, True, act)
+            return
+        p = self.lvalue(left, act)
+        if isinstance(p, SPtr):
+            self.record(p, left, True, act)
+
+    def load(self, node: Node, act: int):
+        p = self.lvalue(node, act)
+        if isinstance(p, SPtr):
+            if p.dims:
+                return p          # an inner row of a multi-dimensional array: a pointer
+            self.record(p, node, False, act)
+        return None
+
+    def address_of(self, node: Node, act: int):
+        node = _unwrap(node)
+        if node.type == "identifier":
+            var = self.shared.get(text(node))
+            found, _ = self.lookup(text(node))
+            if var is not None and not found:
+                return self._shared_value(var)
+            return None
+        p = self.lvalue(node, act)
+        return p if isinstance(p, SPtr) else None
+
+    def lvalue(self, node: Node, act: int):
+        """Where an lvalue expression lives (SPtr with per-thread byte offset), else
+        GLOBAL or None."""
+        node = _unwrap(node)
+        t = node.type
+        if t == "subscript_expression":
+            base = self.eval(node.child_by_field_name("argument"), act)
+            idx_list = node.child_by_field_name("indices")
+            idx_nodes = [c for c in idx_list.named_children if c.type != "comment"] \
+                if idx_list is not None else []
+            idx = self.eval(idx_nodes[0], act) if len(idx_nodes) == 1 else None
+            if isinstance(base, SPtr):
+                return self.ptr_add(base, idx, False)
+            return GLOBAL if isinstance(base, GPtr) else None
+        if t == "pointer_expression":
+            base = self.eval(node.child_by_field_name("argument"), act)
+            if isinstance(base, SPtr):
+                return SPtr(base.key, base.offset, base.elem, base.dims[1:] if base.dims
+                            else (), base.size)
+            return GLOBAL if isinstance(base, GPtr) else None
+        if t == "field_expression":
+            op = text(node.child_by_field_name("operator"))
+            arg = node.child_by_field_name("argument")
+            fname = text(node.child_by_field_name("field"))
+            if op == "->":
+                base = self.eval(arg, act)
+            else:
+                if _unwrap(arg).type == "identifier":
+                    found, _ = self.lookup(text(_unwrap(arg)))
+                    var = self.shared.get(text(_unwrap(arg)))
+                    base = self._shared_value(var) if var is not None and not found and \
+                        not var.dims else None
+                else:
+                    base = self.lvalue(arg, act)
+            if not isinstance(base, SPtr) or base.dims:
+                return GLOBAL if isinstance(base, GPtr) else None
+            elem = _clean(base.elem)
+            st = self.structs.get(elem)
+            if st is not None and fname in st.fields:
+                off, ftype = st.fields[fname]
+            elif fname in "xyzw" and len(fname) == 1 and _VECTOR.get(elem):
+                ftype = _VECTOR[elem]
+                off = "xyzw".index(fname) * (type_size(ftype) or 4)
+            else:
+                return None
+            return SPtr(base.key, _binop("+", base.offset, off), ftype, (), base.size)
+        if t == "identifier":
+            v = self.ident(node)
+            return v if isinstance(v, SPtr) and not v.dims else None
+        return None
+
+    # ---- the race log --------------------------------------------------------------------
+    def record(self, p: SPtr, node: Node, is_write: bool, act: int) -> None:
+        if p.dims:
+            return
+        width = type_size(p.elem, self.structs) or 1
+        offs = p.offset
+        uncertain = self.maybe | self.ghost
+        vec = offs if isinstance(offs, tuple) else None
+        for i in self.bits(act):
+            a = vec[i] if vec is not None else offs
+            if a is None or a < 0 or (p.size is not None and a + width > p.size):
+                continue
+            key = (p.key, a)
+            slot = self.log.get(key)
+            if slot is None:
+                slot = ({}, {})
+                self.log[key] = slot
+            writers, readers = slot
+            mine_certain = not (uncertain >> i & 1)
+            w = self.warp_of[i]
+            others = readers if is_write else writers
+            for j, (other, evc, cert) in others.items():
+                if j == i:
+                    continue
+                cross = self.warp_of[j] != w
+                if not cross and self._synced(j, i, evc):
+                    continue
+                if not (cert and mine_certain):
+                    continue
+                k = (other.id, node.id)
+                hit = self.result.races.get(k)
+                if hit is None or (cross and not hit.cross_warp):
+                    self.result.races[k] = Hit(other, node, not is_write, cross,
+                                               (self.tids[j], self.tids[i]), a, p.key)
+            mine = writers if is_write else readers
+            mine[i] = (node, len(self.events.get(w, ())), mine_certain)
+
+    def _synced(self, j: int, i: int, since: int) -> bool:
+        both = (1 << i) | (1 << j)
+        for ev in self.events.get(self.warp_of[i], ())[since:]:
+            if ev & both == both:
+                return True
+        return False
+
+    def block_barrier(self) -> None:
+        self.log.clear()
+        self.events.clear()
+
+    def warp_sync(self, act: int, mask: int | None, size: int | None) -> None:
+        for w, wbits in self.warp_bits.items():
+            lanes = act & wbits
+            if not lanes:
+                continue
+            groups = [lanes]
+            if size is not None and size < WARP:
+                groups = []
+                for start in range(0, WARP, size):
+                    g = 0
+                    for i in self.bits(lanes):
+                        if start <= self.lane_of[i] < start + size:
+                            g |= 1 << i
+                    if g:
+                        groups.append(g)
+            if mask is not None:
+                groups = [self._lanes_in(g, mask) for g in groups]
+            self.events.setdefault(w, []).extend(g for g in groups if g)
+
+    def _lanes_in(self, bits_: int, mask: int) -> int:
+        out = 0
+        for i in self.bits(bits_):
+            if mask >> self.lane_of[i] & 1:
+                out |= 1 << i
+        return out
+
+    # ---- calls ---------------------------------------------------------------------------
+    def call(self, node: Node, act: int):
+        fnode = node.child_by_field_name("function")
+        args_node = node.child_by_field_name("arguments")
+        arg_nodes = [c for c in args_node.named_children if c.type != "comment"] \
+            if args_node is not None else []
+        sync = classify_sync(node, self.groups)
+        if sync is not None:
+            vals = [self.eval(a, act) for a in arg_nodes]
+            if sync.kind in ("block", "grid", "named"):
+                self.block_barrier()
+                return None
+            mask = None
+            if fnode is not None and text(fnode) == "__syncwarp":
+                mask = (vals[0] if isinstance(vals[0], int) else None) if vals else FULL_MASK
+                self.check_mask(node, mask, act)
+            self.warp_sync(act, mask, sync.size)
+            return None
+        name = text(fnode) if fnode is not None else ""
+        short = name.split("::")[-1]
+        if fnode is not None and fnode.type == "template_function":
+            short = text(fnode.child_by_field_name("name")).split("::")[-1]
+        if fnode is not None and fnode.type == "field_expression":
+            return self.method(node, fnode, arg_nodes, act)
+        if short in WARP_INTRINSICS:
+            vals = [self.eval(a, act) for a in arg_nodes]
+            if vals and isinstance(vals[0], int):
+                self.check_mask(node, vals[0], act)
+            return None
+        if short in _LANE_FUNCS:
+            return tuple(self.lane_of)
+        if short in ("this_thread_block", "tiled_partition", "this_grid",
+                     "coalesced_threads"):
+            return None
+        callee = self.functions.get(short)
+        if callee is not None and callee.body is not None:
+            return self.inline(callee, arg_nodes, act)
+        vals = [self.eval(a, act) for a in arg_nodes]
+        if short in ("min", "max", "umin", "umax", "imin", "imax") and len(vals) == 2:
+            return _minmax(short.endswith("min"), vals[0], vals[1])
+        if short in ("static_cast", "int", "unsigned", "size_t") and len(vals) == 1:
+            return vals[0] if not isinstance(vals[0], (SPtr, GPtr)) else None
+        if short == "reinterpret_cast" and len(vals) == 1 and fnode.type == "template_function":
+            targs = fnode.child_by_field_name("arguments")
+            return self.cast(text(targs).strip("<>"), vals[0])
+        if short.startswith("__") or _PURE.match(name) or _PURE.match(short):
+            return None
+        if short.startswith("atomic"):
+            return None
+        # a function the unit does not define: it may contain a barrier
+        self.block_barrier()
+        return None
+
+    def method(self, node: Node, fnode: Node, arg_nodes: list[Node], act: int):
+        recv = fnode.child_by_field_name("argument")
+        meth = text(fnode.child_by_field_name("field"))
+        group = self.groups.get(text(recv)) if recv is not None and recv.type == "identifier" \
+            else (Group("block") if "this_thread_block" in text(recv) else None)
+        for a in arg_nodes:
+            self.eval(a, act)
+        if group is not None:
+            if meth == "thread_rank":
+                if group.kind == "block":
+                    return self.linear
+                if group.kind == "tile" and group.size:
+                    return tuple(t % group.size for t in self.linear)
+                return None
+            if meth in ("size", "num_threads"):
+                if group.kind == "block":
+                    return self.total
+                if group.kind == "tile" and group.size:
+                    return group.size
+                return None
+            if meth == "meta_group_rank" and group.kind == "tile" and group.size:
+                return tuple(t // group.size for t in self.linear)
+            return None
+        if meth in ("shfl", "shfl_down", "shfl_up", "shfl_xor", "any", "all", "ballot",
+                    "match_any", "match_all", "thread_rank", "size", "num_threads", "x",
+                    "y", "z", "load", "get"):
+            return None
+        self.block_barrier()       # an unknown method (CUB, cuda::barrier): may sync
+        return None
+
+    def inline(self, callee: "Function", arg_nodes: list[Node], act: int):
+        if self.depth >= MAX_INLINE_DEPTH:
+            raise GiveUp("inline depth")
+        vals = []
+        for k, a in enumerate(arg_nodes):
+            v = self.eval(a, act)
+            p = callee.params[k] if k < len(callee.params) else None
+            if p is not None and p.is_reference:
+                v = None
+            vals.append(v)
+        saved_scopes = self.scopes
+        saved_groups = self.groups
+        self.scopes = [self._bind_params(callee, vals)]
+        self.groups = group_handles(callee.body)
+        frame = _Frame()
+        self.frames.append(frame)
+        self.depth += 1
+        try:
+            self.exec_block(callee.body, act)
+        finally:
+            self.depth -= 1
+            self.frames.pop()
+            self.scopes = saved_scopes
+            self.groups = saved_groups
+        # reference arguments: the callee may have changed them
+        for k, a in enumerate(arg_nodes):
+            p = callee.params[k] if k < len(callee.params) else None
+            if p is not None and p.is_reference and _unwrap(a).type == "identifier":
+                self.assign(text(_unwrap(a)), None, act)
+        return tuple(frame.value) if frame.value is not None else None
+
+    def asm(self, node: Node, act: int):
+        sync = classify_sync(node, self.groups)
+        if sync is not None:
+            if sync.kind == "warp":
+                self.warp_sync(act, None, None)
+            else:
+                self.block_barrier()
+            return None
+        asm_text = text(node)
+        for out in captures("(gnu_asm_output_operand value: (_) @v)", node).get("v", []):
+            name = text(_unwrap(out))
+            if "%laneid" in asm_text and _unwrap(out).type == "identifier":
+                self.assign(name, tuple(self.lane_of), act)
+            elif _unwrap(out).type == "identifier":
+                self.assign(name, None, act)
+        return None
+
+    # ---- warp masks (CL105) ----------------------------------------------------------------
+    def check_mask(self, node: Node, mask: int | None, act: int) -> None:
+        if mask is None or mask < 0 or mask > FULL_MASK:
+            return
+        uncertain = self.maybe | self.ghost
+        for w, wbits in self.warp_bits.items():
+            if wbits & uncertain or wbits.bit_count() != WARP:
+                continue
+            arrive = self._lane_set(act & wbits)
+            if not arrive:
+                continue
+            live = self._lane_set(wbits & ~self.exited)
+            named = mask & live
+            if arrive != named and node.id not in self.result.masks:
+                self.result.masks[node.id] = MaskHit(node, mask, arrive, live, w)
+
+    def _lane_set(self, bits_: int) -> int:
+        out = 0
+        for i in self.bits(bits_):
+            out |= 1 << self.lane_of[i]
+        return out
+
+
+# ---------------------------------------------------------------------------------------
+# helpers
+
+_VECTOR = {"float2": "float", "float3": "float", "float4": "float", "int2": "int",
+           "int3": "int", "int4": "int", "uint2": "unsigned", "uint4": "unsigned",
+           "double2": "double", "half2": "__half", "__half2": "__half"}
+
+
+def _chosen_warps(nwarps: int) -> list[int]:
+    """All warps of small blocks; for large ones the first four, both warps around each
+    power-of-two distance, and the last (the races of reductions and stencils pair
+    threads at such distances)."""
+    if nwarps <= 8:
+        return list(range(nwarps))
+    chosen = {0, 1, 2, 3, nwarps - 1, nwarps - 2}
+    p = 1
+    while p < nwarps:
+        chosen.update({p - 1, p, p + 1})
+        p *= 2
+    return sorted(w for w in chosen if 0 <= w < nwarps)
+
+
+def _unwrap(node: Node | None) -> Node | None:
+    while node is not None and node.type in ("parenthesized_expression", "condition_clause") \
+            and len([c for c in node.named_children if c.type != "comment"]) == 1:
+        node = next(c for c in node.named_children if c.type != "comment")
+    return node
+
+
+def _clean(type_text: str) -> str:
+    return " ".join(type_text.replace("const", " ").replace("volatile", " ")
+                    .replace("__restrict__", " ").replace("struct ", " ").split())
+
+
+def _is_int_type(type_text: str) -> bool:
+    words = set(re.findall(r"\w+", type_text))
+    return bool(words & set(_INT_TYPES)) and not words & {"float", "double", "half",
+                                                          "__half", "bfloat16"}
+
+
+def _group_type(type_text: str) -> bool:
+    return "thread_block" in type_text or "thread_group" in type_text
+
+
+def _declarator(d: Node | None, env_int) -> tuple[str, list, bool, bool]:
+    """(name, array dims, is pointer, is reference) of a declarator."""
+    dims: list = []
+    ptr = ref = False
+    cur = d
+    while cur is not None and cur.type in ("pointer_declarator", "reference_declarator",
+                                           "array_declarator", "parenthesized_declarator"):
+        if cur.type == "pointer_declarator":
+            ptr = True
+        elif cur.type == "reference_declarator":
+            ref = True
+        elif cur.type == "array_declarator":
+            size = cur.child_by_field_name("size")
+            dims.append(env_int(text(size)) if size is not None else None)
+        nxt = cur.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in cur.named_children if c.type in (
+                "identifier", "pointer_declarator", "array_declarator",
+                "reference_declarator")), None)
+        cur = nxt
+    if cur is None or cur.type != "identifier":
+        return "", dims, ptr, ref
+    return text(cur), list(reversed(dims)), ptr, ref
+
+
+def _int_literal(s: str) -> int | None:
+    s = s.lower().replace("'", "")
+    if any(c in s for c in ".p") or (("e" in s or s.endswith("f")) and not s.startswith("0x")):
+        return None
+    s = s.rstrip("ul")
+    try:
+        return int(s, 0)
+    except ValueError:
+        try:
+            return int(s, 8) if s.startswith("0") else None
+        except ValueError:
+            return None
+
+
+def _scalar_op(op: str, x: int, y: int):
+    if op == "+":
+        return x + y
+    if op == "-":
+        return x - y
+    if op == "*":
+        return x * y
+    if op == "/":
+        if y == 0:
+            return None
+        q = abs(x) // abs(y)
+        return q if (x >= 0) == (y >= 0) else -q
+    if op == "%":
+        if y == 0:
+            return None
+        q = abs(x) // abs(y)
+        q = q if (x >= 0) == (y >= 0) else -q
+        return x - y * q
+    if op == "<<":
+        return x << y if 0 <= y < 64 else None
+    if op == ">>":
+        return x >> y if 0 <= y < 64 else None
+    if op == "&":
+        return x & y
+    if op == "|":
+        return x | y
+    if op == "^":
+        return x ^ y
+    if op == "<":
+        return int(x < y)
+    if op == ">":
+        return int(x > y)
+    if op == "<=":
+        return int(x <= y)
+    if op == ">=":
+        return int(x >= y)
+    if op == "==":
+        return int(x == y)
+    if op == "!=":
+        return int(x != y)
+    if op == "&&":
+        return int(bool(x and y))
+    if op == "||":
+        return int(bool(x or y))
+    return None
+
+
+def _binop(op: str, a, b):
+    if a is None or b is None or isinstance(a, (SPtr, GPtr)) or isinstance(b, (SPtr, GPtr)):
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        return _scalar_op(op, a, b)
+    n = len(a) if isinstance(a, tuple) else len(b)
+    va = a if isinstance(a, tuple) else (a,) * n
+    vb = b if isinstance(b, tuple) else (b,) * n
+    return tuple(None if x is None or y is None else _scalar_op(op, x, y)
+                 for x, y in zip(va, vb))
+
+
+def _unop(op: str, a):
+    if a is None or isinstance(a, (SPtr, GPtr)):
+        return None
+    f = {"-": lambda x: -x, "+": lambda x: x, "~": lambda x: ~x,
+         "!": lambda x: int(not x)}.get(op)
+    if f is None:
+        return None
+    if isinstance(a, int):
+        return f(a)
+    return tuple(None if x is None else f(x) for x in a)
+
+
+def _minmax(is_min: bool, a, b):
+    if a is None or b is None or isinstance(a, (SPtr, GPtr)) or isinstance(b, (SPtr, GPtr)):
+        return None
+    pick = min if is_min else max
+    if isinstance(a, int) and isinstance(b, int):
+        return pick(a, b)
+    n = len(a) if isinstance(a, tuple) else len(b)
+    va = a if isinstance(a, tuple) else (a,) * n
+    vb = b if isinstance(b, tuple) else (b,) * n
+    return tuple(None if x is None or y is None else pick(x, y) for x, y in zip(va, vb))
+
+
+# ---------------------------------------------------------------------------------------
+# the analysis
+
+@dataclass
+class Race:
+    """A race every run found: report it at ``second``."""
+    first: Node
+    second: Node
+    first_write: bool
+    cross_warp: bool
+    threads: tuple[int, int]
+    address: int
+    array: str
+    block: tuple[int, int, int]
+    block_source: str
+    kernel: "Function"
+
+    @property
+    def rule(self) -> str:
+        return "CL102" if self.cross_warp else "CL101"
+
+
+@dataclass
+class MaskMismatch:
+    node: Node
+    mask: int
+    arrive: int
+    live: int
+    warp: int
+    block: tuple[int, int, int]
+    kernel: "Function"
+
+
+def _unit_structs(ctx: "UnitContext"):
+    """Struct layouts of the unit, through the lane engine (whichever input it takes)."""
+    nodes = getattr(ctx.model, "nodes", None)
+    if nodes is not None:
+        return _struct_types(nodes("struct"))
+    return _struct_types(ctx.root)    # type: ignore[arg-type]
+
+
+def _mentions_shared(ctx: "UnitContext", fn: "Function", functions) -> bool:
+    """Cheap prefilter: the kernel (or a device function of the unit) names __shared__
+    memory or a file-scope shared array, and writes something."""
+    body = fn.body
+    if body is None:
+        return False
+    data = body.text or b""
+    if b"__shared__" in data:
+        return True
+    names = {a.name.encode() for a in ctx.model.shared_arrays if a.function is None}
+    if any(n in data for n in names):
+        return True
+    for f in functions.values():
+        if f is fn or f.body is None or f.is_kernel:
+            continue
+        if f.name.encode() in data and b"__shared__" in (f.body.text or b""):
+            return True
+    return False
+
+
+def _mentions_warp_sync(fn: "Function") -> bool:
+    data = fn.body.text if fn.body is not None else b""
+    return b"_sync" in (data or b"")
+
+
+class RaceAnalysis:
+    """Per unit: ``ctx.analysis(RaceAnalysis)``: races (CL101/CL102) and warp-mask
+    mismatches (CL105) that every run of every kernel agrees on."""
+
+    def __init__(self, ctx: "UnitContext"):
+        self.races: list[Race] = []
+        self.masks: list[MaskMismatch] = []
+        self.incomplete: dict[str, str] = {}
+        kernels = [k for k in ctx.model.kernels if k.body is not None]
+        if not kernels:
+            return
+        functions = {f.name: f for f in ctx.model.functions
+                     if f.is_device and not f.is_kernel and f.body is not None}
+        todo = []
+        for fn in kernels:
+            shared = _mentions_shared(ctx, fn, functions)
+            warp = _mentions_warp_sync(fn)
+            if shared or warp:
+                todo.append(fn)
+        if not todo:
+            return
+        structs = _unit_structs(ctx)
+        shared_globals = {}
+        for a in ctx.model.shared_arrays:
+            if a.function is None:
+                shared_globals[a.name] = SharedVar(f"{a.name}@{a.node.start_byte}", a.name,
+                                                   a.elem_type, tuple(a.dims), a.extern)
+        for fn in todo:
+            self._kernel(ctx, fn, structs, functions, shared_globals)
+
+    def _kernel(self, ctx, fn, structs, functions, shared_globals) -> None:
+        shape = block_shape(ctx, fn)
+        if shape is not None:
+            blocks = [(shape.dims, shape.source)]
+        else:
+            data = fn.body.text or b""
+            if re.search(rb"threadIdx\s*\.\s*[yz]|blockDim\s*\.\s*[yz]", data):
+                return
+            blocks = [(b, "assumed") for b in GUESSED_BLOCKS]
+        agreed: dict[tuple[int, int], Hit] | None = None
+        cross: dict[tuple[int, int], bool] = {}
+        masks: dict[int, MaskHit] | None = None
+        for dims, source in blocks:
+            if dims[0] * dims[1] * dims[2] > 1024:
+                return
+            for sample in SAMPLES:
+                run = BlockRun(ctx, fn, dims, sample, structs, functions, shared_globals)
+                res = run.run()
+                if not res.complete:
+                    self.incomplete[fn.name] = res.reason
+                if agreed is None:
+                    agreed = dict(res.races)
+                    cross = {k: h.cross_warp for k, h in res.races.items()}
+                else:
+                    agreed = {k: h for k, h in agreed.items() if k in res.races}
+                    cross = {k: cross[k] and res.races[k].cross_warp for k in agreed}
+                masks = dict(res.masks) if masks is None else \
+                    {k: m for k, m in masks.items() if k in res.masks}
+                if not agreed and not masks:
+                    return
+        for k, hit in (agreed or {}).items():
+            self.races.append(Race(hit.first, hit.second, hit.first_write, cross[k],
+                                   hit.threads, hit.address, hit.array, blocks[0][0],
+                                   blocks[0][1], fn))
+        for m in (masks or {}).values():
+            self.masks.append(MaskMismatch(m.node, m.mask, m.arrive, m.live, m.warp,
+                                           blocks[0][0], fn))
+        self.races.sort(key=lambda r: (r.second.start_byte, r.first.start_byte))
+        self.masks.sort(key=lambda m: m.node.start_byte)

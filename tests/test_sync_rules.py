@@ -1,0 +1,160 @@
+"""CL101-CL105 against compute-sanitizer records (fixtures/CL10x/truth.json, written by
+tools/gputruth/sync.py on an H100), plus unit tests of the analyses behind them."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from cudalint.analysis.cfg import classify_sync, group_handles, syncs_in
+from cudalint.analysis.divergence import ThreadDependence
+from cudalint.analysis.races import RaceAnalysis
+from cudalint.config import Settings
+from cudalint.context import UnitContext
+from cudalint.engine import lint_bytes
+from cudalint.sources.base import SourceFile, Unit
+from fixture_support import FIXTURES, lint_fixture
+
+SYNC_CODES = {"CL101", "CL102", "CL103", "CL105"}
+
+
+def _records():
+    out = []
+    for code in ("CL101", "CL102", "CL103", "CL105"):
+        data = json.loads((FIXTURES / code / "truth.json").read_text())
+        out.extend(data["records"])
+    return out
+
+
+RECORDS = _records()
+_FOUND: dict[str, list] = {}
+
+
+def _kernel_codes(rec) -> set[str]:
+    path = FIXTURES.parent / rec["file"]
+    if rec["file"] not in _FOUND:
+        _FOUND[rec["file"]] = lint_fixture(path, SYNC_CODES).diagnostics
+    ctx = _ctx(path.read_text())
+    (fn,) = [k for k in ctx.model.kernels if k.name == rec["kernel"]]
+    first, last = fn.node.start_point[0] + 1, fn.node.end_point[0] + 1
+    return {d.code for d in _FOUND[rec["file"]] if first <= d.row <= last}
+
+
+def _ctx(src: str, settings: Settings | None = None) -> UnitContext:
+    return UnitContext(Unit(SourceFile("t.cu", src, "cuda"), src), settings or Settings())
+
+
+def test_enough_measured_kernels():
+    assert len(RECORDS) >= 25
+    assert sum(r["racecheck_positive"] for r in RECORDS) >= 8
+    assert any(r["synccheck_positive"] for r in RECORDS)
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=[r["kernel"] for r in RECORDS])
+def test_rules_agree_with_sanitizer(rec):
+    codes = _kernel_codes(rec)
+    # racecheck "Error" hazards pair threads of different warps: only __syncthreads()
+    # fixes them
+    if rec["racecheck_errors"]:
+        assert "CL102" in codes, (rec["kernel"], codes)
+    # "(Warp Level Programming)" warnings alone: lanes of one warp
+    elif rec["racecheck_warnings"]:
+        assert "CL101" in codes, (rec["kernel"], codes)
+    if rec["synccheck_positive"]:
+        assert codes & {"CL103", "CL105"}, (rec["kernel"], codes)
+    if not rec["racecheck_positive"] and not rec["synccheck_positive"]:
+        # clean on the GPU: flagged only where the programming model says so, and then
+        # the record explains why the sanitizer stays silent
+        assert codes == set(rec["model"]), (rec["kernel"], codes)
+        if codes:
+            assert rec.get("note"), f"{rec['kernel']}: model and sanitizer differ, no note"
+    assert codes == set(rec["model"]), (rec["kernel"], codes, rec["model"])
+
+
+def test_clean_fixtures_are_not_flagged():
+    clean = [r for r in RECORDS if not r["racecheck_positive"] and not
+             r["synccheck_positive"] and not r["model"]]
+    assert len(clean) >= 10
+    for rec in clean:
+        assert not _kernel_codes(rec), rec["kernel"]
+
+
+# ---- analyses ---------------------------------------------------------------------------
+
+def _races(src: str, settings: Settings | None = None):
+    return _ctx(src, settings).analysis(RaceAnalysis)
+
+
+def test_unknown_call_counts_as_barrier():
+    src = ("__device__ void block_sync_somewhere();\n"
+           "__global__ void k(float* o) { __shared__ float s[64];\n"
+           "s[threadIdx.x] = 1.f; block_sync_somewhere(); o[threadIdx.x] = s[63 - threadIdx.x]; }\n"
+           "void h(float* o) { k<<<1, 64>>>(o); }\n")
+    assert not _races(src).races
+    direct = src.replace("block_sync_somewhere();", "")
+    assert [r.rule for r in _races(direct).races] == ["CL102"]
+
+
+def test_data_dependent_branch_is_silent():
+    src = ("__global__ void k(float* o, const float* in) { __shared__ float s[64];\n"
+           "if (in[threadIdx.x] > 0.f) s[threadIdx.x] = 1.f;\n"
+           "o[threadIdx.x] = s[63 - threadIdx.x]; }\n"
+           "void h(float* o, const float* in) { k<<<1, 64>>>(o, in); }\n")
+    assert not _races(src).races
+
+
+def test_unknown_2d_block_is_silent_and_1d_is_guessed():
+    src = ("__global__ void k(float* o) { __shared__ float s[16][16];\n"
+           "s[threadIdx.y][threadIdx.x] = 1.f; o[0] = s[threadIdx.x][threadIdx.y]; }\n")
+    assert not _races(src).races
+    src1 = ("__global__ void k(float* o) { __shared__ float s[1024];\n"
+            "s[threadIdx.x] = 1.f; o[threadIdx.x] = s[threadIdx.x + 1]; }\n")
+    (race,) = _races(src1).races
+    assert race.block_source == "assumed" and race.rule == "CL102"
+
+
+def test_inlined_device_function_barrier():
+    src = ("__device__ void sync_all() { __syncthreads(); }\n"
+           "__global__ void k(float* o) { __shared__ float s[64];\n"
+           "s[threadIdx.x] = 1.f; sync_all(); o[threadIdx.x] = s[63 - threadIdx.x]; }\n"
+           "void h(float* o) { k<<<1, 64>>>(o); }\n")
+    assert not _races(src).races
+
+
+def test_cl101_fix_inserts_syncwarp():
+    src = ("__global__ void k(float* o) { __shared__ float s[32];\n"
+           "    s[threadIdx.x] = 1.f;\n"
+           "    o[threadIdx.x] = s[31 - threadIdx.x];\n}\n"
+           "void h(float* o) { k<<<1, 32>>>(o); }\n")
+    res = lint_bytes("t.cu", src.encode(), replace(Settings(), select=("CL101",)), "cuda")
+    (d,) = res.diagnostics
+    assert d.code == "CL101" and d.fix is not None and not d.fix.is_safe
+    (edit,) = d.fix.edits
+    assert edit.content.startswith("__syncwarp();") and "`s[threadIdx.x]` (line 2)" in d.message
+
+
+def test_thread_dependence():
+    src = ("__global__ void k(float* o, int n) {\n"
+           "  int tid = threadIdx.x; int b = blockIdx.x * blockDim.x; int lane = tid & 31;\n"
+           "  int flag = 0; if (lane == 0) flag = 1; int u = n * 2;\n"
+           "  int any = __syncthreads_or(tid > 3);\n"
+           "  o[0] = tid + b + lane + flag + u + any; }\n")
+    ctx = _ctx(src)
+    (fn,) = ctx.model.kernels
+    dep = ctx.analysis(ThreadDependence).of(fn)
+    assert {"tid", "lane", "flag"} <= set(dep.varying)
+    assert not {"b", "u", "any"} & set(dep.varying)
+
+
+def test_sync_classification():
+    src = ("__global__ void k() { cg::thread_block b = cg::this_thread_block();\n"
+           "auto t = cg::tiled_partition<16>(b);\n"
+           "asm volatile(\"bar.sync 0;\"); asm volatile(\"bar.sync 1, 64;\");\n"
+           "b.sync(); t.sync(); cg::sync(b); __syncwarp(0xffff); __syncthreads_or(1); }\n")
+    ctx = _ctx(src)
+    (fn,) = ctx.model.kernels
+    kinds = [(s.kind, s.size) for s in syncs_in(fn.body, group_handles(fn.body))]
+    assert kinds == [("block", None), ("named", None), ("block", None), ("warp", 16),
+                     ("block", None), ("warp", None), ("block", None)]
+    assert classify_sync(fn.body, {}) is None
