@@ -706,11 +706,28 @@ def _toml_strings(text: str) -> list[tuple[str, int, int, str]]:
                 inline.start() > km.end() else key_path
             if "#" in prefix and prefix.rfind("#") > prefix.rfind('"'):
                 continue
-            value = raw.encode("utf-8").decode("unicode_escape") if "\\" in raw and \
-                sm.group()[0] == '"' else raw
+            value = _toml_unescape(raw) if "\\" in raw and sm.group()[0] == '"' else raw
             out.append((value, start + sm.start() + q, start + sm.end() - q, kp))
         i += 1
     return out
+
+
+_TOML_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|\s*\n\s*|(.))", re.S)
+_TOML_SIMPLE = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"',
+                "\\": "\\"}
+
+
+def _toml_unescape(raw: str) -> str:
+    """A TOML basic string's value (an invalid escape stays as written)."""
+    def one(m: re.Match) -> str:
+        hexa = m.group(1) or m.group(2)
+        if hexa:
+            cp = int(hexa, 16)
+            return chr(cp) if cp <= 0x10FFFF else m.group()
+        if m.group(3) is None:
+            return ""                     # line-ending backslash of a multi-line string
+        return _TOML_SIMPLE.get(m.group(3), m.group())
+    return _TOML_ESCAPE.sub(one, raw)
 
 
 def _in_value_continuation(out, start) -> bool:

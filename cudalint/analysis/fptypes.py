@@ -1,0 +1,543 @@
+"""Floating-point types of device expressions, for CL402 (FMA contraction) and CL403
+(silent FP64).
+
+The semantic engine is libclang (the ``libclang`` wheel): the unit is parsed as CUDA
+device code (``-x cuda --cuda-device-only -nocudainc -nocudalib``), with a small shim of
+CUDA keywords, built-in variables and math-function overloads in place of the toolkit's
+headers, so no CUDA installation is needed. ``#include`` lines are blanked (same length,
+offsets kept): names from headers stay unknown, their expressions get no type, and the
+rules stay silent there. Typedefs, ``auto``, templates (instantiated ones) and overloaded
+math functions are resolved by clang.
+
+Without libclang, :func:`fp_facts` falls back to tree-sitter facts: only names declared
+``float``/``double`` (parameters, locals, pointer elements) in the same function have a
+type, and ``FpFacts.engine`` says so.
+
+What counts as silent FP64 follows what nvcc emits (measured, ``fixtures/CL403/
+sass_truth.json``): a float promoted to double meets a double literal or a double math
+function and the result goes back to float (or into a comparison). nvcc narrows the
+trivial case itself -- one ``+ - * /`` or comparison whose operands are promoted floats
+and literals exactly representable in float, its result converted straight back to float
+(``float y = x * 0.5`` is an FMUL) -- so that case is not reported; ``x * 0.1``, ``x *
+0.5 + b``, ``2.0 * x * x``, ``pow(x, 2.0)`` and ``exp(x * 0.5)`` are DMUL/DADD/DFMA.
+"""
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+_DOUBLE_MATH = ("pow", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p",
+                "sqrt", "cbrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+                "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "lgamma",
+                "tgamma", "hypot", "fmod", "remainder", "fabs", "floor", "ceil", "round",
+                "trunc", "rint", "fmin", "fmax", "fma", "copysign", "sinpi", "cospi", "erfinv",
+                "erfcinv", "normcdf", "normcdfinv", "rcbrt", "exp10", "ldexp", "frexp",
+                "modf", "nearbyint", "fdim")
+_TWO_ARG = {"pow", "atan2", "hypot", "fmod", "remainder", "fmin", "fmax", "copysign", "fdim"}
+_THREE_ARG = {"fma"}
+
+
+def _shim() -> str:
+    lines = [
+        "#define __global__ __attribute__((global))",
+        "#define __device__ __attribute__((device))",
+        "#define __host__ __attribute__((host))",
+        "#define __shared__ __attribute__((shared))",
+        "#define __constant__ __attribute__((constant))",
+        "#define __managed__ __attribute__((managed))",
+        "#define __forceinline__ __inline__ __attribute__((always_inline))",
+        "#define __noinline__ __attribute__((noinline))",
+        "#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))",
+        "#define __restrict__ __restrict",
+        "#define __CUDACC__ 1",
+        "#define __CUDA_ARCH__ 900",
+        "#define M_PI 3.14159265358979323846",
+        "#define M_E 2.7182818284590452354",
+        "#define M_SQRT2 1.41421356237309504880",
+        "#define M_LN2 0.69314718055994530942",
+        "#define M_PI_2 1.57079632679489661923",
+        "#define INFINITY __builtin_inff()",
+        "#define NAN __builtin_nanf(\"\")",
+        "#define FLT_MAX 3.402823466e+38F",
+        "#define FLT_EPSILON 1.192092896e-07F",
+        "#define FLT_MIN 1.175494351e-38F",
+        "typedef __SIZE_TYPE__ size_t;",
+        "struct uint3 { unsigned x, y, z; };",
+        "struct dim3 { unsigned x, y, z; __host__ __device__ dim3(unsigned a = 1, "
+        "unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {} };",
+        "extern const __device__ uint3 threadIdx; extern const __device__ uint3 blockIdx;",
+        "extern const __device__ dim3 blockDim; extern const __device__ dim3 gridDim;",
+        "extern const __device__ int warpSize;",
+        "struct float2 { float x, y; }; struct float3 { float x, y, z; };",
+        "struct float4 { float x, y, z, w; }; struct double2 { double x, y; };",
+        "struct int2 { int x, y; }; struct int4 { int x, y, z, w; };",
+        "typedef struct CUstream_st* cudaStream_t;",
+        "extern \"C\" int cudaConfigureCall(dim3, dim3, size_t = 0, cudaStream_t = 0);",
+        "extern \"C\" unsigned __cudaPushCallConfiguration(dim3, dim3, size_t = 0, "
+        "void* = 0);",
+        "__device__ void __syncthreads(); __device__ void __syncwarp(unsigned = 0xffffffff);",
+        "__device__ void __threadfence();",
+        "template <class T> __device__ T __shfl_sync(unsigned, T, int, int = 32);",
+        "template <class T> __device__ T __shfl_down_sync(unsigned, T, unsigned, int = 32);",
+        "template <class T> __device__ T __shfl_up_sync(unsigned, T, unsigned, int = 32);",
+        "template <class T> __device__ T __shfl_xor_sync(unsigned, T, int, int = 32);",
+        "template <class T> __device__ T atomicAdd(T*, T);",
+        "template <class T> __device__ T __ldg(const T*);",
+        "template <class T> __host__ __device__ T min(T, T);",
+        "template <class T> __host__ __device__ T max(T, T);",
+    ]
+    for name in _DOUBLE_MATH:
+        if name in _THREE_ARG:
+            lines.append(f"__device__ double {name}(double, double, double);")
+            lines.append(f"__device__ float {name}(float, float, float);")
+            lines.append(f"__device__ float {name}f(float, float, float);")
+        elif name in _TWO_ARG:
+            lines.append(f"__device__ double {name}(double, double);")
+            lines.append(f"__device__ float {name}(float, float);")
+            lines.append(f"__device__ float {name}f(float, float);")
+            # mixed arguments promote to double (std::pow(float, double) is double)
+            lines.append(f"template <class A, class B> __device__ double {name}(A, B);")
+        else:
+            lines.append(f"__device__ double {name}(double);")
+            lines.append(f"__device__ float {name}(float);")
+            lines.append(f"__device__ float {name}f(float);")
+    lines.append("__device__ float powf(float, float); __device__ float pow(float, int);")
+    lines.append("__device__ double pow(double, int);")
+    for name in ("__expf", "__logf", "__sinf", "__cosf", "__tanf", "__log2f", "__log10f",
+                 "__exp10f", "__saturatef", "__frsqrt_rn", "__fsqrt_rn"):
+        lines.append(f"__device__ float {name}(float);")
+    for name in ("__powf", "__fdividef", "__fmul_rn", "__fadd_rn", "__fsub_rn", "__fdiv_rn",
+                 "__fmul_rz", "__fadd_rz"):
+        lines.append(f"__device__ float {name}(float, float);")
+    for name in ("__dmul_rn", "__dadd_rn", "__dsub_rn"):
+        lines.append(f"__device__ double {name}(double, double);")
+    lines.append("__device__ float __fmaf_rn(float, float, float);")
+    return "\n".join(lines) + "\n"
+
+
+SHIM = _shim()
+SHIM_NAME = "/__cudalint_shim.cuh"
+_CLANG_ARGS = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
+               "--cuda-gpu-arch=sm_70", "-std=c++17", "-Wno-unknown-cuda-version",
+               "-include", SHIM_NAME, "-ferror-limit=0"]
+_INCLUDE_LINE = re.compile(rb"^[ \t]*#[ \t]*include[^\n]*", re.M)
+
+
+@dataclass
+class Promotion:
+    """Float arithmetic that runs in FP64. Offsets are unit bytes."""
+    start: int
+    end: int
+    kind: str                   # "literal" | "cast" | "call"
+    text: str                   # the literal / cast / callee as written
+    exact: bool | None = None   # literal: exactly representable in float
+    ops: int = 0                # FP64 operations in the promoted expression
+    expr_start: int = -1
+    expr_end: int = -1
+
+
+@dataclass
+class Contraction:
+    """A float expression whose result depends on separate rounding of a multiply and an
+    add, which FMA contraction removes."""
+    start: int
+    end: int
+    kind: str                   # "difference-of-products" | "error-free-transform"
+    dtype: str                  # "float" | "double"
+    text: str
+
+
+@dataclass
+class FpFacts:
+    engine: str                 # "libclang" | "tree-sitter" | "none"
+    promotions: list[Promotion] = field(default_factory=list)
+    contractions: list[Contraction] = field(default_factory=list)
+    note: str | None = None
+
+
+def exactly_float(value: float) -> bool:
+    try:
+        return struct.unpack("f", struct.pack("f", value))[0] == value
+    except OverflowError:
+        return False
+
+
+_FLOAT_LIT = re.compile(rb"(?<![\w.])((?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)(?![\w.])")
+
+
+def literal_value(text: str) -> float | None:
+    t = text.strip()
+    if t.lower().endswith(("f", "l")) or not re.fullmatch(
+            r"(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+", t):
+        return None
+    try:
+        return float(t)
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------
+# prefilter (tree-sitter): is there anything for libclang to look at?
+
+
+_CANDIDATE = re.compile(rb"\d\.\d*(?:[eE][+-]?\d+)?(?![fF\w])|\.\d+(?![fF\w\d])|\(\s*double\s*\)"
+                        rb"|\bM_PI|\*[^;]*-[^;]*\*|\bdouble\b|\bpow\s*\(|\bexp\s*\(")
+
+
+def has_candidates(data: bytes) -> bool:
+    return _CANDIDATE.search(data) is not None
+
+
+# ---------------------------------------------------------------------------------------
+# libclang engine
+
+
+@lru_cache(maxsize=1)
+def _index():
+    try:
+        import clang.cindex as ci
+
+        class _Index(ci.Index):
+            def __del__(self):          # at interpreter exit the library may be gone
+                try:
+                    super().__del__()
+                except Exception:
+                    pass
+
+        idx = _Index(ci.conf.lib.clang_createIndex(0, 0))
+        # a smoke parse: the shared library must load
+        idx.parse("t.cu", args=_CLANG_ARGS, unsaved_files=[("t.cu", b""), (SHIM_NAME, SHIM)])
+        return ci, idx
+    except Exception:           # missing wheel, missing shared library, ABI mismatch
+        return None
+
+
+def libclang_available() -> bool:
+    return _index() is not None
+
+
+def fp_facts(unit_data: bytes, tree_facts=None, want_contractions: bool = True) -> FpFacts:
+    if not has_candidates(unit_data):
+        return FpFacts("none")
+    got = _index()
+    if got is None:
+        from .fptypes_ts import ts_facts
+        facts = ts_facts(tree_facts) if tree_facts is not None else FpFacts("tree-sitter")
+        facts.note = "libclang unavailable: types from declarations only"
+        return facts
+    ci, idx = got
+    src = _INCLUDE_LINE.sub(lambda m: b" " * len(m.group()), unit_data)
+    try:
+        tu = idx.parse("unit.cu", args=_CLANG_ARGS,
+                       unsaved_files=[("unit.cu", src), (SHIM_NAME, SHIM)], options=0)
+    except Exception as exc:    # libclang raises TranslationUnitLoadError on hard failures
+        return FpFacts("libclang", note=f"libclang could not parse the unit: {exc}")
+    return _ClangWalk(ci, src).run(tu, want_contractions)
+
+
+class _ClangWalk:
+    def __init__(self, ci, data: bytes):
+        self.ci = ci
+        self.K = ci.CursorKind
+        self.T = ci.TypeKind
+        self.data = data
+        self.facts = FpFacts("libclang")
+        self.seen: set[tuple[int, int]] = set()
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def tkind(self, c):
+        try:
+            return c.type.get_canonical().kind
+        except Exception:
+            return None
+
+    def is_double(self, c) -> bool:
+        return self.tkind(c) == self.T.DOUBLE
+
+    def is_float(self, c) -> bool:
+        return self.tkind(c) == self.T.FLOAT
+
+    def span(self, c) -> tuple[int, int]:
+        e = c.extent
+        return e.start.offset, e.end.offset
+
+    def in_main(self, c) -> bool:
+        f = c.location.file
+        return f is not None and f.name == "unit.cu"
+
+    def text(self, c) -> str:
+        s, e = self.span(c)
+        return self.data[s:e].decode("utf-8", "replace")
+
+    def op(self, c) -> str | None:
+        """The operator of a binary operator cursor, read between its operands."""
+        kids = list(c.get_children())
+        if len(kids) != 2:
+            return None
+        a = kids[0].extent.end.offset
+        b = kids[1].extent.start.offset
+        between = self.data[a:b].decode("utf-8", "replace")
+        between = re.sub(r"/\*.*?\*/|//[^\n]*", " ", between, flags=re.S).strip()
+        between = between.strip("()").strip()
+        return between or None
+
+    def strip(self, c):
+        """Through parentheses and value-preserving implicit casts of the same type."""
+        K = self.K
+        while True:
+            kids = list(c.get_children())
+            if c.kind == K.PAREN_EXPR and len(kids) == 1:
+                c = kids[0]
+            elif c.kind == K.UNEXPOSED_EXPR and len(kids) == 1 and \
+                    self.tkind(kids[0]) == self.tkind(c):
+                c = kids[0]
+            else:
+                return c
+
+    # -- walk ----------------------------------------------------------------------------
+
+    def run(self, tu, want_contractions: bool) -> FpFacts:
+        K = self.K
+        for c in tu.cursor.get_children():
+            self._decl(c, want_contractions)
+        return self.facts
+
+    def _decl(self, c, want_contractions: bool) -> None:
+        K = self.K
+        if not self.in_main(c):
+            return
+        if c.kind in (K.NAMESPACE, K.LINKAGE_SPEC, K.CLASS_DECL, K.STRUCT_DECL,
+                      K.CLASS_TEMPLATE):
+            for ch in c.get_children():
+                self._decl(ch, want_contractions)
+            return
+        if c.kind not in (K.FUNCTION_DECL, K.FUNCTION_TEMPLATE, K.CXX_METHOD):
+            return
+        kids = list(c.get_children())
+        if not any(k.kind in (K.CUDADEVICE_ATTR, K.CUDAGLOBAL_ATTR) for k in kids):
+            return
+        body = next((k for k in kids if k.kind == K.COMPOUND_STMT), None)
+        if body is None:
+            return
+        self.function = c
+        self.body_text = self.text(body)
+        self.body_start = self.span(body)[0]
+        self._walk(body, [], want_contractions, {})
+
+    def _walk(self, c, stack: list, want_contractions: bool, products: dict) -> None:
+        K = self.K
+        parent = stack[-1] if stack else None
+        if self.is_double(c) and c.kind not in (K.DECL_REF_EXPR,) and \
+                (parent is None or not self._continues(parent, c)):
+            self._region_root(c, parent)
+        if want_contractions:
+            self._contraction(c, stack, products)
+        stack.append(c)
+        for ch in c.get_children():
+            self._walk(ch, stack, want_contractions, products)
+        stack.pop()
+
+    def _continues(self, parent, child) -> bool:
+        """Is ``parent`` part of the same FP64 expression as ``child``?"""
+        K = self.K
+        if not self.is_double(parent):
+            return False
+        return parent.kind in (K.BINARY_OPERATOR, K.PAREN_EXPR, K.UNEXPOSED_EXPR,
+                               K.UNARY_OPERATOR, K.CONDITIONAL_OPERATOR, K.CALL_EXPR,
+                               K.CSTYLE_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR,
+                               K.CXX_STATIC_CAST_EXPR)
+
+    # -- CL403 ---------------------------------------------------------------------------
+
+    def _region_root(self, root, parent) -> None:
+        K = self.K
+        exit_ = self._exit(root, parent)
+        if exit_ is None:
+            return
+        info = {"promoted": 0, "literals": [], "intended": False, "ops": 0, "calls": [],
+                "casts": [], "leaves_exact": True}
+        self._collect(root, info, top=True)
+        if info["intended"] or not info["promoted"]:
+            return
+        if not (info["literals"] or info["calls"] or info["casts"]):
+            return
+        fp64_ops = info["ops"] + len(info["calls"])
+        if exit_ == "float":
+            trivial = info["ops"] == 1 and not info["calls"] and info["leaves_exact"]
+            if info["ops"] == 0 and not info["calls"]:
+                return                      # (double)x straight back to float
+        else:                               # comparison operand
+            trivial = info["ops"] == 0 and not info["calls"] and info["leaves_exact"]
+        if trivial:
+            return
+        rs, re_ = self.span(root)
+        for lit in info["literals"]:
+            s, e = self.span(lit)
+            text = self.data[s:e].decode("utf-8", "replace")
+            value = literal_value(text)
+            key = (s, e)
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            self.facts.promotions.append(Promotion(
+                s, e, "literal", text, exactly_float(value) if value is not None else None,
+                max(fp64_ops, 1), rs, re_))
+        if not info["literals"]:
+            what = info["casts"][0] if info["casts"] else info["calls"][0]
+            s, e = self.span(what)
+            if (s, e) not in self.seen:
+                self.seen.add((s, e))
+                kind = "cast" if info["casts"] else "call"
+                text = self.text(what)
+                if kind == "call":
+                    callee = next(iter(what.get_children()), None)
+                    if callee is not None:
+                        s, e = self.span(callee)
+                        text = self.text(callee)
+                self.facts.promotions.append(Promotion(s, e, kind, text, None,
+                                                       max(fp64_ops, 1), rs, re_))
+
+    def _exit(self, root, parent) -> str | None:
+        K = self.K
+        if parent is None:
+            return None
+        if parent.kind in (K.UNEXPOSED_EXPR, K.CSTYLE_CAST_EXPR, K.CXX_STATIC_CAST_EXPR,
+                           K.CXX_FUNCTIONAL_CAST_EXPR) and self.is_float(parent):
+            return "float"
+        if parent.kind == K.COMPOUND_ASSIGNMENT_OPERATOR and self.is_float(parent):
+            return "float-accumulate"
+        if parent.kind == K.BINARY_OPERATOR and self.op(parent) in (
+                "<", ">", "<=", ">=", "==", "!="):
+            return "compare"
+        return None
+
+    def _collect(self, c, info, top: bool = False) -> None:
+        K = self.K
+        kids = list(c.get_children())
+        if c.kind == K.FLOATING_LITERAL:
+            info["literals"].append(c)
+            v = literal_value(self.text(c))
+            if v is None or not exactly_float(v):
+                info["leaves_exact"] = False
+            return
+        if c.kind in (K.UNEXPOSED_EXPR, K.CSTYLE_CAST_EXPR, K.CXX_STATIC_CAST_EXPR,
+                      K.CXX_FUNCTIONAL_CAST_EXPR) and kids:
+            inner = kids[-1]
+            if c.kind != K.UNEXPOSED_EXPR:
+                # (double)x is an explicit cast over an implicit FloatingCast
+                while inner.kind == K.UNEXPOSED_EXPR and self.is_double(inner) and \
+                        len(list(inner.get_children())) == 1:
+                    inner = next(iter(inner.get_children()))
+            if self.is_float(inner):
+                info["promoted"] += 1
+                if c.kind != K.UNEXPOSED_EXPR:
+                    info["casts"].append(c)
+                return
+            if self.is_double(inner):
+                self._collect(inner, info)
+                return
+            if c.kind == K.UNEXPOSED_EXPR and inner.kind == K.FLOATING_LITERAL:
+                self._collect(inner, info)
+                return
+            return                                          # int -> double: neutral
+        if c.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.ARRAY_SUBSCRIPT_EXPR):
+            info["intended"] = True                         # double data: on purpose
+            return
+        if c.kind == K.PAREN_EXPR and kids:
+            self._collect(kids[0], info)
+            return
+        if c.kind == K.UNARY_OPERATOR and kids:
+            self._collect(kids[-1], info)
+            return
+        if c.kind == K.BINARY_OPERATOR and len(kids) == 2:
+            if self.op(c) in ("+", "-", "*", "/"):
+                info["ops"] += 1
+            for k in kids:
+                self._collect(k, info)
+            return
+        if c.kind == K.CONDITIONAL_OPERATOR and len(kids) == 3:
+            info["ops"] += 1
+            for k in kids[1:]:
+                self._collect(k, info)
+            return
+        if c.kind == K.CALL_EXPR:
+            ref = c.referenced
+            name = ref.spelling if ref is not None else ""
+            if name in _DOUBLE_MATH and self.is_double(c):
+                info["calls"].append(c)
+                for k in kids[1:]:
+                    self._collect(k, info)
+                return
+            info["intended"] = True                         # a double-returning function
+            return
+        info["intended"] = True                             # unknown shape: stay silent
+
+    # -- CL402 ---------------------------------------------------------------------------
+
+    def _product(self, c):
+        c = self.strip(c)
+        if c.kind == self.K.BINARY_OPERATOR and self.op(c) == "*" and \
+                (self.is_float(c) or self.is_double(c)):
+            return c
+        return None
+
+    def _contraction(self, c, stack, products: dict) -> None:
+        K = self.K
+        # remember `p = a*b` (declarations and assignments)
+        if c.kind == K.VAR_DECL and (self.is_float(c) or self.is_double(c)):
+            kids = list(c.get_children())
+            if kids:
+                prod = self._product(kids[-1])
+                if prod is not None:
+                    products[c.spelling] = self._operands(prod)
+            return
+        if c.kind != K.BINARY_OPERATOR or not (self.is_float(c) or self.is_double(c)):
+            return
+        if self.op(c) != "-":
+            return
+        kids = list(c.get_children())
+        if len(kids) != 2:
+            return
+        left, right = self._product(kids[0]), self._product(kids[1])
+        dtype = "float" if self.is_float(c) else "double"
+        s, e = self.span(c)
+        if left is not None and right is not None and self._sign_tested(c, stack):
+            self.facts.contractions.append(Contraction(s, e, "difference-of-products",
+                                                       dtype, self.text(c)))
+            return
+        r = self.strip(kids[1])
+        if left is not None and r.kind == K.DECL_REF_EXPR and r.spelling in products:
+            if products[r.spelling] != self._operands(left):
+                self.facts.contractions.append(Contraction(s, e, "error-free-transform",
+                                                           dtype, self.text(c)))
+
+    def _operands(self, prod) -> tuple[str, ...]:
+        return tuple(sorted(re.sub(r"\s+", "", self.text(k)) for k in prod.get_children()))
+
+    _CMP = ("<", ">", "<=", ">=", "==", "!=")
+    _SIGN_FN = re.compile(r"orient|ccw|det|sign|side|incircle|insphere|inside|winding|edge",
+                          re.I)
+
+    def _sign_tested(self, c, stack) -> bool:
+        """Is the difference's sign tested (an orientation / determinant test)? Directly
+        in a comparison, through a variable compared later in the function, or returned
+        from a function whose name says it is such a test."""
+        K = self.K
+        for p in reversed(stack):
+            if p.kind in (K.PAREN_EXPR, K.UNEXPOSED_EXPR):
+                continue
+            if p.kind == K.BINARY_OPERATOR:
+                return self.op(p) in self._CMP
+            if p.kind == K.VAR_DECL:
+                name = re.escape(p.spelling)
+                after = self.body_text[self.span(p)[1] - self.body_start:]
+                cmp = r"(?:<=?|>=?|==|!=)"
+                return re.search(rf"\b{name}\s*{cmp}|{cmp}\s*{name}\b|signbit\s*\(\s*{name}"
+                                 rf"\b|copysignf?\s*\([^;]*\b{name}\b", after) is not None
+            if p.kind == K.RETURN_STMT:
+                return self._SIGN_FN.search(self.function.spelling or "") is not None
+            return False
+        return False
