@@ -143,8 +143,8 @@ def test_thread_dependence():
     ctx = _ctx(src)
     (fn,) = ctx.model.kernels
     dep = ctx.analysis(ThreadDependence).of(fn)
-    assert {"tid", "lane", "flag"} <= set(dep.varying)
-    assert not {"b", "u", "any"} & set(dep.varying)
+    assert {"tid", "lane", "flag"} <= dep.varying_names()
+    assert not {"b", "u", "any"} & dep.varying_names()
 
 
 def test_sync_classification():

@@ -55,6 +55,8 @@ class FunctionDependence:
         self.varying: dict[str, str] = {}      # local name -> why it varies
         self._functions = unit_functions or {}
         self._stack: set[str] = set()
+        self._decls: dict = {}
+        self._pointers: set[str] = set()
         if self.body is not None:
             self._solve()
 
@@ -77,11 +79,12 @@ class FunctionDependence:
             return self.reason(arg)
         if t == "identifier":
             name = text(node)
-            if name in self.varying:
-                return self.varying[name]
             if name == "threadIdx":
                 return "threadIdx"
-            return None
+            if not self.varying:
+                return None
+            key, _, _ = self._key(node)
+            return self.varying.get(key)
         if t == "call_expression":
             return self._call_reason(node)
         if t == "subscript_expression":
@@ -91,8 +94,12 @@ class FunctionDependence:
             r = self.reason(idx)
             if r is not None:
                 return f"a load at a thread-dependent index ({r})"
-            return self.reason(arg) if arg is not None and arg.type != "identifier" else \
-                self.varying.get(text(arg)) if arg is not None else None
+            if arg is None:
+                return None
+            if arg.type == "identifier":
+                key, shared, _ = self._key(arg)
+                return None if shared else self.varying.get(key)
+            return self.reason(arg)
         if t in ("number_literal", "string_literal", "true", "false", "char_literal",
                  "sizeof_expression", "null", "nullptr"):
             return None
@@ -130,6 +137,8 @@ class FunctionDependence:
                 inner.fn, inner.body, inner._functions = defs, defs.body, self._functions
                 inner.varying = {}
                 inner._stack = self._stack
+                inner._decls = {}
+                inner._pointers = set()
                 inner._solve()
                 for r in returns:
                     expr = r.named_children[0] if r.named_children else None
@@ -146,49 +155,105 @@ class FunctionDependence:
         return None
 
     # -- locals -----------------------------------------------------------------------
+    def varying_names(self) -> set[str]:
+        return {k.split("@")[0] for k in self.varying}
+
+    def _declarations(self) -> None:
+        """Local declarations by name: (scope start, scope end, declared at, key, shared).
+        A use refers to the innermost declaration whose scope holds it."""
+        self._decls: dict[str, list[tuple[int, int, int, str, bool, Node]]] = {}
+        for decl in captures("(declaration) @d", self.body).get("d", []):
+            scope = decl.parent
+            if scope is None:
+                continue
+            quals = {text(c) for c in decl.children if c.type in (
+                "type_qualifier", "storage_class_specifier")}
+            shared = "__shared__" in quals
+            for d in decl.children_by_field_name("declarator"):
+                name = _base_name(d)
+                if not name:
+                    continue
+                inner = d.child_by_field_name("declarator") if d.type == "init_declarator" \
+                    else d
+                if inner is not None and inner.type == "pointer_declarator":
+                    self._pointers.add(f"{name}@{d.start_byte}")
+                key = f"{name}@{d.start_byte}"
+                self._decls.setdefault(name, []).append(
+                    (scope.start_byte, scope.end_byte, d.start_byte, key, shared, scope))
+
+    def _key(self, ident: Node) -> tuple[str, bool, Node | None]:
+        """(variable key, is __shared__, declaring scope) of an identifier use."""
+        name = text(ident)
+        best = None
+        for entry in self._decls.get(name, ()):
+            lo, hi, at, _key, _shared, _scope = entry
+            if lo <= ident.start_byte < hi and at <= ident.start_byte:
+                if best is None or lo >= best[0]:
+                    best = entry
+        if best is None:
+            return name, False, None
+        return best[3], best[4], best[5]
+
     def _solve(self) -> None:
         body = self.body
+        self._declarations()
         caps = captures("""
             (init_declarator declarator: (_) @n value: (_) @v)
             (assignment_expression left: (_) @l right: (_) @r)
             (update_expression argument: (_) @u)
             (gnu_asm_output_operand value: (_) @asm)
             """, body)
-        writes: list[tuple[str, Node | None, Node]] = []
+        writes: list[tuple[str, Node | None, Node, Node | None]] = []
+
+        def add(target: Node, value: Node | None) -> None:
+            ident = _base_ident(target)
+            if ident is None:
+                return
+            key, shared, scope = self._key(ident)
+            if shared:
+                return          # one thread's write to __shared__ is every thread's value
+            if target.type in ("subscript_expression", "pointer_expression") and (
+                    key in self._pointers or key == text(ident)):
+                return          # a store through a pointer changes memory, not the pointer
+            writes.append((key, value, target, scope))
+
         for n, v in zip(caps.get("n", []), caps.get("v", [])):
-            writes.append((_base_name(n), v, n))
+            add(n, v)
         for l, r in zip(caps.get("l", []), caps.get("r", [])):
-            writes.append((_base_name(l), r, l))
+            add(l, r)
         for u in caps.get("u", []):
-            writes.append((_base_name(u), None, u))
+            add(u, None)
         for a in caps.get("asm", []):
             asm = a.parent.parent if a.parent is not None else None
-            asm_text = text(asm)
-            if any(k in asm_text for k in _LANE_ASM):
-                name = _base_name(a)
-                if name:
-                    self.varying[name] = f"{name} (from %laneid/%tid)"
-        writes = [w for w in writes if w[0]]
+            if any(k in text(asm) for k in _LANE_ASM):
+                ident = _base_ident(a)
+                if ident is not None:
+                    key, _, _ = self._key(ident)
+                    self.varying[key] = f"{text(ident)} (from %laneid/%tid)"
         changed = True
         rounds = 0
         while changed and rounds < 8:
             changed = False
             rounds += 1
-            for name, value, site in writes:
-                if name in self.varying:
+            for key, value, site, scope in writes:
+                if key in self.varying:
                     continue
                 why = self.reason(value) if value is not None else None
                 if why is None:
-                    cond = self._varying_control(site)
+                    cond = self._varying_control(site, scope)
                     if cond is not None:
                         why = f"assigned under `{cond}`"
                 if why is not None:
-                    self.varying[name] = why
+                    self.varying[key] = why
                     changed = True
 
-    def _varying_control(self, node: Node) -> str | None:
+    def _varying_control(self, node: Node, scope: Node | None) -> str | None:
+        """A thread-dependent condition deciding whether ``node`` runs, among the
+        constructs between it and its variable's declaration (a variable declared inside
+        the branch or loop starts afresh there)."""
         cur = node.parent
-        while cur is not None and cur.id != self.body.id:
+        stop = scope.id if scope is not None else self.body.id
+        while cur is not None and cur.id != self.body.id and cur.id != stop:
             if cur.type in ("if_statement", "while_statement", "do_statement",
                             "for_statement", "switch_statement"):
                 cond = cur.child_by_field_name("condition")
@@ -197,6 +262,19 @@ class FunctionDependence:
                     return text(cond).strip("() ")
             cur = cur.parent
         return None
+
+
+def _base_ident(node: Node) -> Node | None:
+    cur = node
+    while cur is not None and cur.type in ("subscript_expression", "field_expression",
+                                           "pointer_declarator", "array_declarator",
+                                           "reference_declarator", "parenthesized_expression",
+                                           "pointer_expression", "init_declarator"):
+        nxt = cur.child_by_field_name("argument") or cur.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in cur.named_children), None)
+        cur = nxt
+    return cur if cur is not None and cur.type == "identifier" else None
 
 
 def _base_name(node: Node) -> str:

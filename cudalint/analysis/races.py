@@ -133,6 +133,7 @@ class MaskHit:
 class RunResult:
     races: dict[tuple[int, int], Hit] = field(default_factory=dict)
     masks: dict[int, MaskHit] = field(default_factory=dict)
+    divergent: dict[int, Node] = field(default_factory=dict)
     complete: bool = True
     reason: str = ""
 
@@ -840,6 +841,15 @@ class BlockRun:
                 return True
         return False
 
+    def arrive(self, node: Node, act: int) -> None:
+        """A block barrier reached by only some of the threads still running, all of
+        them on known paths: divergent (CL103 uses it for loops)."""
+        live = self.full & ~self.exited
+        if (self.maybe | self.ghost) & live:
+            return
+        if act != live:
+            self.result.divergent.setdefault(node.id, node)
+
     def block_barrier(self) -> None:
         self.log.clear()
         self.events.clear()
@@ -880,6 +890,8 @@ class BlockRun:
         if sync is not None:
             vals = [self.eval(a, act) for a in arg_nodes]
             if sync.kind in ("block", "grid", "named"):
+                if sync.kind == "block":
+                    self.arrive(node, act)
                 self.block_barrier()
                 return None
             mask = None
@@ -990,6 +1002,8 @@ class BlockRun:
             if sync.kind == "warp":
                 self.warp_sync(act, None, None)
             else:
+                if sync.kind == "block":
+                    self.arrive(node, act)
                 self.block_barrier()
             return None
         asm_text = text(node)
@@ -1263,6 +1277,8 @@ class RaceAnalysis:
     def __init__(self, ctx: "UnitContext"):
         self.races: list[Race] = []
         self.masks: list[MaskMismatch] = []
+        # block barriers that every run saw reached by only part of the live threads
+        self.divergent: dict[int, Node] = {}
         self.incomplete: dict[str, str] = {}
         kernels = [k for k in ctx.model.kernels if k.body is not None]
         if not kernels:
@@ -1298,6 +1314,7 @@ class RaceAnalysis:
         agreed: dict[tuple[int, int], Hit] | None = None
         cross: dict[tuple[int, int], bool] = {}
         masks: dict[int, MaskHit] | None = None
+        divergent: dict[int, Node] | None = None
         for dims, source in blocks:
             if dims[0] * dims[1] * dims[2] > 1024:
                 return
@@ -1314,12 +1331,15 @@ class RaceAnalysis:
                     cross = {k: cross[k] and res.races[k].cross_warp for k in agreed}
                 masks = dict(res.masks) if masks is None else \
                     {k: m for k, m in masks.items() if k in res.masks}
-                if not agreed and not masks:
+                divergent = dict(res.divergent) if divergent is None else \
+                    {k: m for k, m in divergent.items() if k in res.divergent}
+                if not agreed and not masks and not divergent:
                     return
         for k, hit in (agreed or {}).items():
             self.races.append(Race(hit.first, hit.second, hit.first_write, cross[k],
                                    hit.threads, hit.address, hit.array, blocks[0][0],
                                    blocks[0][1], fn))
+        self.divergent.update(divergent or {})
         for m in (masks or {}).values():
             self.masks.append(MaskMismatch(m.node, m.mask, m.arrive, m.live, m.warp,
                                            blocks[0][0], fn))

@@ -1,6 +1,7 @@
 from cudalint.analysis.cfg import control_context, exits_before, group_handles, syncs_in
 from cudalint.analysis.divergence import ThreadDependence
 from cudalint.analysis.preproc import not_for_modern_cuda
+from cudalint.analysis.races import RaceAnalysis
 from cudalint.diagnostics import Finding
 from cudalint.parse import text
 from cudalint.rule import Rule
@@ -68,7 +69,8 @@ class DivergentBarrier(Rule):
             for sync in syncs:
                 if not_for_modern_cuda(sync.node):
                     continue
-                why = _divergence(sync.node, fn.body, dep)
+                why = _divergence(sync.node, fn.body, dep, lambda: ctx.analysis(
+                    RaceAnalysis).divergent)
                 if why is None:
                     continue
                 yield Finding.at(
@@ -84,7 +86,12 @@ def _line(node) -> int:
     return node.start_point[0] + 1
 
 
-def _divergence(node, body, dep) -> str | None:
+def _divergence(node, body, dep, executed) -> str | None:
+    """Why ``node`` is not reached by every thread, or None. Branches and early returns
+    on thread-dependent conditions are decided statically (the programming model forbids
+    them whatever the sizes); a loop's trip count and early `break`s only when running
+    the block showed some threads skipping the barrier (a loop such as
+    `for (i = tid; i < n; i += blockDim.x)` is uniform when n is a multiple)."""
     guards = control_context(node, body)
     if any(g.kind in ("opaque",) for g in guards):
         return None
@@ -100,6 +107,8 @@ def _divergence(node, body, dep) -> str | None:
         if g.kind == "else":
             return f"is reached only by threads where `!({cond})` (line {_line(g.node)})"
         if g.kind == "loop":
+            if node.id not in executed():
+                continue
             return (f"is inside a loop whose trip count depends on the thread "
                     f"(`{cond}`, line {_line(g.node)})")
         if g.kind == "switch":
@@ -115,6 +124,8 @@ def _divergence(node, body, dep) -> str | None:
             if ex.kind == "return":
                 return (f"follows an early `return` taken by threads where `{cond}` "
                         f"(line {_line(ex.node)})")
+            if node.id not in executed():
+                continue
             return (f"is inside a loop that threads where `{cond}` leave early "
                     f"(`{ex.kind}`, line {_line(ex.node)})")
     return None
