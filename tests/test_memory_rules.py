@@ -139,3 +139,48 @@ def test_grid_stride_loop_unit_stride():
 def test_thread_dependent_increment_is_opaque():
     accs = _one("int i = 0; for (int k2 = 0; k2 < 4; ++k2) { i += threadIdx.x; } a[i] = 0;")
     assert not accs
+
+
+def test_flag_dependent_conditional_is_opaque():
+    # `wide ? 3 : n` is decided by a kernel argument: no sample may pick a side
+    assert not _one("int s = n > 0 ? 3 : 1; a[threadIdx.x * s] = 0.f;")
+    # a condition on the thread index alone is evaluated lane by lane
+    (acc,) = _one("int s = threadIdx.x < 16 ? 1 : 2; a[threadIdx.x * s] = 0.f;")
+    assert coalescing_figures(acc)["exact"]
+
+
+def test_lvalue_handed_to_a_reinterpreting_call_is_skipped():
+    src = ("template <class V, class T> __device__ void AssignAs(T& d, const T& s);\n"
+           "__device__ void by_value(float v);\n__device__ void by_ref(float& v);\n"
+           "__global__ void k(float* a, float* o) {\n"
+           "  float v; AssignAs<float4>(v, a[threadIdx.x * 4]);\n"
+           "  by_ref(a[threadIdx.x * 8 + 1]);\n"
+           "  by_value(a[threadIdx.x * 8 + 2]); }\n"
+           "void h(float* a, float* o) { k<<<1, 32>>>(a, o); }\n")
+    assert [a.node.text for a in _accesses(src)] == [b"a[threadIdx.x * 8 + 2]"]
+
+
+def test_unknown_offset_gives_a_sure_lower_bound():
+    # the base moves with n (alignment unknown), the 12-byte lane stride does not
+    (acc,) = _one("a[n + threadIdx.x * 3] = 0.f;")
+    fig = coalescing_figures(acc)
+    assert not fig["exact"] and fig["stride_bytes"] == 12
+    assert fig["sectors_per_request"] == 12          # 384 bytes: 12 sectors at best
+    assert min(acc.sectors_per_request()) >= 12
+    # an unknown stride leaves only one lane whose place is sure: no claim
+    (acc,) = _one("a[threadIdx.x * n] = 0.f;")
+    assert coalescing_figures(acc)["sectors_per_request"] == 1
+
+
+def test_message_names_block_source_and_remedy():
+    from cudalint.engine import lint_text
+    src = ("__global__ void k(float* a) { a[threadIdx.x * 2] = 0.f; }\n"
+           "void h(float* a) { k<<<1, 64>>>(a); }\n")
+    (d,) = [d for d in lint_text("t.cu", src, Settings(), "cuda").diagnostics
+            if d.code == "CL201"]
+    assert "(block 64 from the launch at line 2)" in d.message
+    assert "8-byte vector access" in d.message
+    assert d.metrics["block_line"] == 2 and d.metrics["stride_bytes"] == 8
+    loose = replace(Settings(), coalescing_threshold=2.5)
+    assert not [d for d in lint_text("t.cu", src, loose, "cuda").diagnostics
+                if d.code == "CL201"]

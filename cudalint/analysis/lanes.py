@@ -49,6 +49,7 @@ BLOCK_IDX_SAMPLES = (0, 1, 5)
 GRID_DIM_SAMPLES = (1, 3, 64)
 COUNTER_SAMPLES = (0, 1, 3)            # how many times an accumulating update has run
 N_SAMPLES = 3
+UNKNOWN = "?"           # marks, among the thread axes a value reads, a sampled unknown
 
 _VECTOR_FIELDS = {"x": 0, "y": 1, "z": 2, "w": 3}
 _VECTOR_COMPONENT = {
@@ -72,10 +73,28 @@ class Opaque(Exception):
 class BlockShape:
     dims: tuple[int, int, int]
     source: str          # "launch" | "python-launch" | "launch_bounds" | "config"
+    # the file line the shape was read from, computed only when a message needs it
+    where: Callable[[], int | None] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def line(self) -> int | None:
+        return self.where() if self.where is not None else None
 
     @property
     def threads(self) -> int:
         return self.dims[0] * self.dims[1] * self.dims[2]
+
+    def describe(self) -> str:
+        """``block 32x8 from the launch at line 12``: what a message says about it."""
+        shown = list(self.dims)
+        while len(shown) > 1 and shown[-1] == 1:
+            shown.pop()
+        dims = "x".join(map(str, shown))
+        where = {"launch": "the launch", "python-launch": "the Python launch",
+                 "launch_bounds": "__launch_bounds__",
+                 "config": "the block-size setting"}.get(self.source, self.source)
+        at = f" at line {self.line}" if self.line is not None else ""
+        return f"block {dims} from {where}{at}"
 
 
 @dataclass
@@ -120,6 +139,20 @@ class Access:
             steps.update(b - a for a, b in zip(live, live[1:]))
         return steps.pop() if len(steps) == 1 else None
 
+    def x_stride_bytes(self) -> int | None:
+        """Byte step from one threadIdx.x to the next within a row of the block (lanes
+        of one threadIdx.y), when it is the same in every sample and warp."""
+        bx = self.block.dims[0]
+        if bx < 2:
+            return None
+        steps = set()
+        for row in self.groups:
+            for start in range(0, WARP, bx):
+                run = row[start:start + min(bx, WARP)]
+                steps.update(b - a for a, b in zip(run, run[1:])
+                             if a is not None and b is not None)
+        return steps.pop() if len(steps) == 1 else None
+
 
 def sectors(row: Iterable[int | None], width: int) -> int:
     """Distinct 32-byte sectors the active lanes' [addr, addr+width) ranges touch."""
@@ -160,28 +193,45 @@ def wavefronts(row: list[int | None], width: int) -> int:
 
 def block_shape(ctx: "UnitContext", fn: "Function") -> BlockShape | None:
     """The block shape a kernel runs with, and where it came from (None: unknown)."""
-    shapes = {l.block for l in ctx.model.launches if l.kernel == fn.name and l.block}
+    launches = [l for l in ctx.model.launches if l.kernel == fn.name and l.block]
+    shapes = {l.block for l in launches}
     if len(shapes) == 1:
-        return BlockShape(shapes.pop(), "launch")
+        first = launches[0].node.start_byte
+        return BlockShape(shapes.pop(), "launch", lambda: _line(ctx, first))
     if len(shapes) > 1:
         return None
     emb = getattr(ctx.unit, "embedded", None)
     if emb is not None:
         py = set()
+        line = None
         for launch in getattr(emb, "launches", None) or []:
             name = getattr(launch, "kernel", None)
             block = getattr(launch, "block", None)
             if block and (name in (None, fn.name)):
                 py.add(tuple(list(block) + [1] * (3 - len(block))))
+                start = getattr(launch, "start", None)
+                if line is None and isinstance(start, int):
+                    line = start
         if len(py) == 1:
-            return BlockShape(py.pop(), "python-launch")
+            at = line
+            return BlockShape(py.pop(), "python-launch", None if at is None else
+                              lambda: ctx.unit.file.position(at)[0])
         if len(py) > 1:
             return None
     if fn.launch_bounds and fn.launch_bounds[0]:
-        return BlockShape((fn.launch_bounds[0], 1, 1), "launch_bounds")
+        node = fn.launch_bounds_node
+        return BlockShape((fn.launch_bounds[0], 1, 1), "launch_bounds",
+                          None if node is None else lambda: _line(ctx, node.start_byte))
     if ctx.settings.block_size:
         return BlockShape(tuple(ctx.settings.block_size), "config")  # type: ignore[arg-type]
     return None
+
+
+def _line(ctx: "UnitContext", byte: int) -> int | None:
+    try:
+        return ctx.unit.file.position(ctx.unit.file_offset(byte))[0]
+    except Exception:           # a position the source layer cannot map: say nothing
+        return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -322,6 +372,7 @@ class KernelLanes:
         return (v,) * self.n
 
     def sampled(self, values: tuple[int, ...]) -> tuple:
+        self.used_tid.add(UNKNOWN)          # the value depends on a sampled unknown
         return tuple(values[s] for s, _ in self.cols)
 
     @property
@@ -372,7 +423,16 @@ class KernelLanes:
                 raise Opaque(node)
             return tuple(fn(x) for x in a)
         if t == "conditional_expression":
-            c = self.int_value(node.child_by_field_name("condition"))
+            saved = self.used_tid
+            self.used_tid = set()
+            try:
+                c = self.int_value(node.child_by_field_name("condition"))
+                if UNKNOWN in self.used_tid:
+                    # decided by a value the kernel receives (a flag, a template
+                    # argument, n > 0): the samples would pick one side everywhere
+                    raise Opaque(node)
+            finally:
+                self.used_tid |= saved
             a = self.int_value(node.child_by_field_name("consequence"))
             b = self.int_value(node.child_by_field_name("alternative"))
             return tuple(x if k else y for k, x, y in zip(c, a, b))
@@ -744,12 +804,14 @@ class KernelLanes:
         except Opaque:
             return None
         # depends on a uniform symbol (a bound such as n): assume it holds
-        first = vec[:len(vec) // N_SAMPLES]
-        for s in range(1, N_SAMPLES):
-            part = vec[s * len(first):(s + 1) * len(first)]
-            if part != first:
-                return None
-        return vec
+        return vec if _sample_invariant(vec) else None
+
+
+def _sample_invariant(vec: tuple) -> bool:
+    """The same value in every sample of the uniform unknowns (columns are sample-major)."""
+    n = len(vec) // N_SAMPLES
+    first = vec[:n]
+    return all(vec[s * n:(s + 1) * n] == first for s in range(1, N_SAMPLES))
 
 
 def _binop(op: str, a: tuple, b: tuple, node: Node) -> tuple:
@@ -918,6 +980,8 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
             continue
         if dependent.isdisjoint(_IDENT.findall(target.text)):
             continue                            # the same address for every lane
+        if _passed_by_reference(ctx, target):
+            continue                            # the callee decides the access width
         lanes.used_tid = set()
         try:
             p, width = lanes.lvalue(target)
@@ -928,7 +992,7 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
             continue
         except (RecursionError, OverflowError, ValueError, TypeError, AttributeError):
             continue
-        if declared.source == "launch_bounds" and lanes.used_tid - {"x"}:
+        if declared.source == "launch_bounds" and lanes.used_tid - {"x", UNKNOWN}:
             continue
         is_store, is_load = _direction(target)
         offsets = [o if a else None for o, a in zip(p.offset, act)]
@@ -940,6 +1004,67 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
                           index_text=text(idx) if idx is not None else "",
                           struct_field=p.field, expr_text=text(target),
                           struct_type=_struct_of(target) if p.field else None))
+    return out
+
+
+def _passed_by_reference(ctx, node: Node) -> bool:
+    """An lvalue handed to a call that may take it by reference and access it with a
+    width of its own (``AssignAs<uint4>(dst, src[i])``, ``load(v, p[i])``): a template
+    call with explicit arguments, or a function of the unit whose parameter there is a
+    reference. Intrinsics and functions defined elsewhere are taken as by-value."""
+    cur = node
+    parent = cur.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        cur, parent = parent, parent.parent
+    if parent is None or parent.type != "argument_list":
+        return False
+    call = parent.parent
+    if call is None or call.type != "call_expression":
+        return False
+    callee = call.child_by_field_name("function")
+    if callee is None:
+        return False
+    if callee.type == "template_function":
+        return True
+    if callee.type == "field_expression":
+        callee = callee.child_by_field_name("field")
+    elif callee.type == "qualified_identifier":
+        callee = callee.child_by_field_name("name")
+    if callee is None or callee.type not in ("identifier", "field_identifier"):
+        return False
+    position = [c.id for c in parent.named_children if c.type != "comment"].index(cur.id)
+    for refs in ctx.analysis(_reference_params).get(text(callee), []):
+        if position in refs or (refs and -1 in refs):
+            return True
+    return False
+
+
+def _reference_params(ctx) -> dict[str, list[set[int]]]:
+    """Per function name defined or declared in the unit, for each signature: the
+    positions of reference parameters (-1: variadic)."""
+    out: dict[str, list[set[int]]] = {}
+    declarators = [fn.node.child_by_field_name("declarator") for fn in ctx.model.functions]
+    for decl in ctx.model.nodes("declaration"):
+        declarators.extend(decl.children_by_field_name("declarator"))
+    for d in declarators:
+        while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
+            d = d.child_by_field_name("declarator")
+        if d is None or d.type != "function_declarator":
+            continue
+        name = text(d.child_by_field_name("declarator")).split("::")[-1].split("<")[0]
+        params = d.child_by_field_name("parameters")
+        refs: set[int] = set()
+        for i, p in enumerate(c for c in (params.named_children if params else [])
+                              if c.type != "comment"):
+            if p.type == "variadic_parameter" or text(p) == "...":
+                refs.add(-1)
+            pd = p.child_by_field_name("declarator")
+            while pd is not None and pd.type in ("pointer_declarator", "array_declarator"):
+                pd = pd.child_by_field_name("declarator")
+            if pd is not None and pd.type in ("reference_declarator",
+                                              "abstract_reference_declarator"):
+                refs.add(i)
+        out.setdefault(name.strip(), []).append(refs)
     return out
 
 
@@ -974,40 +1099,74 @@ def _direction(node: Node) -> tuple[bool, bool]:
 # figures for the rules
 
 def _block_metrics(access: Access) -> dict:
-    return {"block": list(access.block.dims), "block_source": access.block.source}
+    out = {"block": list(access.block.dims), "block_source": access.block.source}
+    if access.block.line is not None:
+        out["block_line"] = access.block.line
+    return out
+
+
+def _live_groups(access: Access, figure: Callable[[list, int], int]) -> list[int]:
+    return [figure(row, access.width) for row in access.groups
+            if any(a is not None for a in row)]
+
+
+def lower_bound(access: Access, figure: Callable[[list, int], int], shifts: int) -> int:
+    """A figure the access reaches whatever the unknowns are.
+
+    Per warp, the lanes whose offsets relative to the first lane are the same in every
+    sample of the unknowns keep that shape for any value; only the base address moves.
+    The figure of those lanes alone, at their most favourable base alignment, is a sure
+    lower bound for the whole warp (more lanes only touch more sectors or words).
+    """
+    nw = len(access.groups) // N_SAMPLES
+    best: int | None = None
+    for w in range(nw):
+        rows = [access.groups[s * nw + w] for s in range(N_SAMPLES)]
+        lanes = [l for l in range(WARP) if all(r[l] is not None for r in rows)]
+        if not lanes:
+            continue
+        l0 = lanes[0]
+        keep = {l for l in lanes if len({r[l] - r[l0] for r in rows}) == 1}
+        rel = [rows[0][l] - rows[0][l0] if l in keep else None for l in range(WARP)]
+        # lane positions matter (shared memory is served in phases of lanes)
+        value = min(figure([None if r is None else r + k for r in rel], access.width)
+                    for k in range(shifts))
+        best = value if best is None else min(best, value)
+    return best if best is not None else 0
 
 
 def coalescing_figures(access: Access) -> dict | None:
-    """CL201 metrics; None when the figure depends on unknowns in a way that could go
-    either side of "coalesced" (the minimum over samples is reported otherwise)."""
-    per_group = access.sectors_per_request()
-    per_group = [s for s, row in zip(per_group, access.groups) if any(
-        a is not None for a in row)]
+    """CL201 metrics. When the figure depends on unknowns (``exact`` false),
+    ``sectors_per_request`` is a sure lower bound (see lower_bound), never a guess."""
+    per_group = _live_groups(access, sectors)
     if not per_group:
         return None
-    fig = {"sectors_per_request": min(per_group),
+    exact = len(set(per_group)) == 1
+    value = per_group[0] if exact else lower_bound(access, sectors, SECTOR)
+    fig = {"sectors_per_request": value,
            "ideal_sectors_per_request": access.ideal_sectors,
-           "exact": len(set(per_group)) == 1}
-    if not fig["exact"]:
-        fig["sectors_per_request_max"] = max(per_group)
+           "exact": exact}
     stride = access.lane_stride_bytes()
     if stride is not None:
         fig["stride_bytes"] = stride
+    else:
+        x_stride = access.x_stride_bytes()
+        if x_stride is not None:
+            fig["x_stride_bytes"] = x_stride
     fig.update(_block_metrics(access))
     return fig
 
 
 def bank_conflict_figures(access: Access) -> dict | None:
-    per_group = [w for w, row in zip(access.wavefronts(), access.groups) if any(
-        a is not None for a in row)]
+    """CL202 metrics; ``wavefronts`` is exact or a sure lower bound (``exact`` false)."""
+    per_group = _live_groups(access, wavefronts)
     if not per_group:
         return None
     ideal = access.ideal_wavefronts
-    fig = {"wavefronts": min(per_group), "ideal_wavefronts": ideal,
-           "bank_ways": min(per_group) / ideal, "exact": len(set(per_group)) == 1}
-    if fig["bank_ways"] == int(fig["bank_ways"]):
-        fig["bank_ways"] = int(fig["bank_ways"])
-    if not fig["exact"]:
-        fig["wavefronts_max"] = max(per_group)
+    exact = len(set(per_group)) == 1
+    value = per_group[0] if exact else lower_bound(access, wavefronts, BANK_BYTES)
+    ways = value / ideal
+    fig = {"wavefronts": value, "ideal_wavefronts": ideal,
+           "bank_ways": int(ways) if ways == int(ways) else ways, "exact": exact}
     fig.update(_block_metrics(access))
     return fig

@@ -51,23 +51,43 @@ class UncoalescedGlobalAccess(Rule):
                     fig["ideal_sectors_per_request"] or not_for_modern_cuda(access.node):
                 continue
             stride = fig.get("stride_bytes")
-            stride_txt = f"a stride of {stride} bytes between lanes" if stride is not None \
-                else "scattered lane addresses"
+            if stride is not None:
+                stride_txt = f"a stride of {stride} bytes between lanes"
+            elif "x_stride_bytes" in fig:
+                stride_txt = (f"a stride of {fig['x_stride_bytes']} bytes from one threadIdx.x "
+                              f"to the next, and rows of the block apart,")
+            else:
+                stride_txt = "scattered lane addresses"
+            count = f"{fig['sectors_per_request']:g}" if fig["exact"] else \
+                f"at least {fig['sectors_per_request']:g}"
             yield Finding.at(
                 access.node,
                 f"uncoalesced {'store' if access.is_store and not access.is_load else 'load'}"
                 f" {access.expr_text or ctx.text(access.node)}: {stride_txt} makes a warp touch "
-                f"{fig['sectors_per_request']:g} 32-byte sectors per request instead of "
-                f"{fig['ideal_sectors_per_request']}; {_remedy(access, stride)}",
+                f"{count} 32-byte sectors per request instead of "
+                f"{fig['ideal_sectors_per_request']} ({access.block.describe()}); "
+                f"{_remedy(access, stride if stride is not None else fig.get('x_stride_bytes'))}",
                 metrics=fig)
 
 
+_VECTORS = {4: "char4/__half2", 8: "float2/int2/uint2", 16: "float4/int4/uint4"}
+
+
 def _remedy(access, stride) -> str:
+    verb = "write" if access.is_store and not access.is_load else "read"
     if access.struct_field:
         return (f"store `{access.struct_field}` in an array of its own (SoA instead of "
                 f"an array of structs)")
     if stride is not None and stride >= 128:
-        return ("let consecutive lanes read consecutive addresses, e.g. transpose "
-                "through a shared-memory tile for column walks")
-    return ("let consecutive lanes read consecutive elements, or have each lane read "
-            "its elements with one vector load (float2/float4)")
+        return (f"let consecutive lanes {verb} consecutive addresses, e.g. transpose "
+                f"through a shared-memory tile for column walks")
+    if stride is not None and stride > access.width and stride % access.width == 0:
+        k = stride // access.width
+        if stride in _VECTORS:
+            return (f"each lane {verb}s {k} consecutive elements: {verb} them with one "
+                    f"{stride}-byte vector access ({_VECTORS[stride]} through "
+                    f"reinterpret_cast) instead of {k} scalar ones")
+        return (f"lanes {verb} every {k}th element (records of {k}): keep each component "
+                f"in an array of its own (SoA), or stage the records through shared memory")
+    return (f"let consecutive lanes {verb} consecutive elements, or have each lane {verb} "
+            f"its elements with one vector access (float2/float4)")

@@ -48,12 +48,12 @@ class SharedBankConflict(Rule):
             if fig is None or fig["bank_ways"] < 2 or not_for_modern_cuda(access.node):
                 continue
             ways = fig["bank_ways"]
-            ways_txt = f"{ways:g}"
+            ways_txt = f"{ways:g}" if fig["exact"] else f"at least {ways:g}"
             yield Finding.at(
                 access.node,
                 f"{ways_txt}-way bank conflict on {access.expr_text or ctx.text(access.node)} "
-                f"({_describe(access)}): {fig['wavefronts']:g} wavefronts instead of "
-                f"{fig['ideal_wavefronts']}; {_remedy(access)}",
+                f"({_describe(access)}; {access.block.describe()}): {fig['wavefronts']:g} "
+                f"wavefronts instead of {fig['ideal_wavefronts']}; {_remedy(access)}",
                 metrics=fig)
 
 
