@@ -10,8 +10,22 @@ class UncoalescedGlobalAccess(Rule):
     touch more 32-byte sectors than the access size needs, and reports the predicted
     sectors per request next to the ideal (4 for 4-byte lanes, 8 for 8-byte, 16 for
     16-byte). The addresses are evaluated lane by lane from the thread index and the
-    kernel's block shape (launch site, `__launch_bounds__` or the `block-size` setting);
-    strides that depend on values unknown at compile time are not reported.
+    kernel's block shape, taken from the launch site in the file, the Python launch call
+    (`block=`), `__launch_bounds__` (only for indices using `threadIdx.x` alone) or the
+    `block-size` setting, in that order; the message says which one and where. Unknown
+    block shape: silent.
+
+    The figure is exact, or, when it depends on values the kernel receives (an offset,
+    a pitch), a sure lower bound: the lanes whose distances to each other do not depend
+    on those values, at their best alignment. Such findings say "at least N" and carry
+    `exact: false`. A stride that is itself unknown gives no bound and no finding, and so
+    does an element handed to a template call or a reference parameter (the callee may
+    access it with another width, e.g. `AssignAs<uint4>(dst, src[i])`).
+
+    Flagged at `coalescing-threshold` (default 2.0) times the ideal or more: a misaligned
+    unit-stride access (5 sectors instead of 4) is not worth a warning. JSON metrics:
+    `sectors_per_request`, `ideal_sectors_per_request`, `exact`, `stride_bytes` (or
+    `x_stride_bytes` for 2D blocks), `block`, `block_source`, `block_line`.
 
     ## Why is this bad?
     A warp's load is served in 32-byte sectors. When consecutive lanes read addresses

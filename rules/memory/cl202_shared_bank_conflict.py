@@ -10,8 +10,15 @@ class SharedBankConflict(Rule):
     at different addresses, and reports the n-way degree: the number of shared-memory
     wavefronts the access takes divided by the minimum for its width (1 for up to 4
     bytes per lane, 2 for 8 bytes, 4 for 16 bytes). The lane addresses are computed from
-    the kernel's block shape (launch site, `__launch_bounds__` or the `block-size`
-    setting), so padded tiles, XOR swizzles and broadcasts get exact answers.
+    the kernel's block shape (launch site, Python launch call, `__launch_bounds__` or the
+    `block-size` setting; the message says which), so padded tiles, XOR swizzles and
+    broadcasts get exact answers. 8- and 16-byte accesses are served in half- and
+    quarter-warp phases, as measured on an H100.
+
+    When the degree depends on values the kernel receives it is reported only as a sure
+    lower bound ("at least N-way", `exact: false`): the lanes whose distances do not
+    depend on them, at their best alignment. JSON metrics: `wavefronts`,
+    `ideal_wavefronts`, `bank_ways`, `exact`, `block`, `block_source`, `block_line`.
 
     ## Why is this bad?
     Shared memory has 32 banks of 4 bytes. Lanes that read different words of the same
