@@ -45,8 +45,9 @@ if TYPE_CHECKING:
     from ..model import Function
 
 WARP = 32
-LOOP_CAP = 160                 # iterations of one loop in one run
-STEP_BUDGET = 2500             # statement executions per run
+LOOP_CAP = 64                 # iterations of one loop in one run
+STEP_BUDGET = 2500             # statement executions per run (at most)
+THREAD_STEPS = 100_000         # statement executions x simulated threads per run
 MAX_INLINE_DEPTH = 6
 # (kernel parameters, blockIdx, gridDim) per run: large sizes so that bounds checks
 # such as `i < n` hold for the sampled blocks, two different values so that a figure
@@ -180,6 +181,7 @@ class BlockRun:
         self.exited = 0          # threads that returned from the kernel
         self.frames: list[_Frame] = []
         self.steps = 0
+        self.budget = min(STEP_BUDGET, max(300, THREAD_STEPS // max(1, n)))
         self.log: dict[tuple[str, int], tuple[dict, dict]] = {}
         self.events: dict[int, list[int]] = {}
         self.result = RunResult()
@@ -219,7 +221,7 @@ class BlockRun:
 
     def _step(self):
         self.steps += 1
-        if self.steps > STEP_BUDGET:
+        if self.steps > self.budget:
             raise GiveUp("step budget")
 
     # ---- masks & vectors ---------------------------------------------------------------
@@ -387,7 +389,7 @@ class BlockRun:
                     v = self.eval(_unwrap(cond), running)
                     tm, fm, um = self.split(v, running)
                     if um:
-                        raise GiveUp("loop condition unknown")
+                        return done | self._opaque_loop(node, body, update, running)
                     done |= fm
                     running = tm
                     if not running:
@@ -408,6 +410,35 @@ class BlockRun:
             return done
         finally:
             self.scopes.pop()
+
+    def _opaque_loop(self, node: Node, body: Node | None, update: Node | None,
+                     running: int) -> int:
+        """A loop whose condition the run cannot evaluate: its body runs once for the
+        threads still in it, on unknown paths (its accesses are uncertain, so never
+        reported), then every variable it assigns is unknown."""
+        frame = self.frames[-1]
+        saved = self.maybe
+        self.maybe |= running
+        frame.loops.append([0, 0])
+        try:
+            if body is not None:
+                self.exec(body, running)
+            if update is not None:
+                self.eval(update, running)
+        finally:
+            frame.loops.pop()
+            self.maybe = saved
+        caps = captures("(assignment_expression left: (identifier) @a) "
+                        "(update_expression argument: (identifier) @u)", node)
+        for ident in caps.get("a", []) + caps.get("u", []):
+            name = text(ident)
+            for scope in reversed(self.scopes):
+                if name in scope:
+                    scope[name] = None
+                    break
+        if frame.ret & running:
+            self.ghost |= running
+        return running
 
     def declare(self, node: Node, act: int) -> None:
         quals = {text(c) for c in node.children if c.type in (
