@@ -1,0 +1,686 @@
+"""Per-kernel, per-parameter access analysis: is the memory a pointer parameter points to
+only ever read by the kernel?
+
+For a pointer parameter ``p`` the analysis follows every value derived from it: pointer
+arithmetic, casts (C-style and ``*_cast``), ``&p[i]``, conditional selections, local
+pointer variables and references initialised or assigned from it, and the parameters of
+device functions it is passed to (their bodies are analysed the same way). Every use ends
+in one of three verdicts:
+
+* a **load** (``p[i]`` read, ``*q``, ``q->f``, ``__ldg(q)``, passed by value, ...);
+* a **write** (assignment, ``++``/``--``, atomics, ``__st*``, ``memcpy``/``memset``
+  destination, a callee that writes through it);
+* **unknown**: anything the analysis cannot see through, which the rules treat as a
+  possible write: the pointer stored to memory or to a global (struct fields,
+  arrays of pointers, ``Foo f{p}``), returned, captured by a lambda, used in inline
+  assembly, turned into an integer that is kept, passed to a function that is not
+  defined in the unit (or to a ``__noinline__`` one, whose loads ``__restrict__`` on the
+  kernel would not reach), launched, or appearing in code the parser could not read.
+
+Only a parameter with at least one load and neither writes nor unknowns is
+``read_only``. The analysis also collects what adding ``const`` to the parameter would
+require so that the program still compiles: local pointers and references initialised
+from it that are declared with a non-const pointee, ``static_cast``/``reinterpret_cast``
+to a non-const pointer, and device-function parameters it reaches; each becomes an edit
+(``const_edits``), or, where no edit is certain to compile, a ``const_blocker`` reason.
+
+    facts = ctx.analysis(PointerAccess)
+    for acc in facts.kernel_params(kernel):
+        acc.status          # "read_only" | "written" | "unknown" | "unused"
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from tree_sitter import Node
+
+from ..diagnostics import Edit
+from ..parse import captures, text
+
+if TYPE_CHECKING:
+    from ..context import UnitContext
+    from ..model import Function, Param
+
+LOAD_INTRINSICS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"})
+STORE_INTRINSICS = frozenset({"__stcg", "__stcs", "__stwb", "__stwt"})
+# functions that take their arguments by value (a pointee lvalue passed to them is read)
+_MATH = re.compile(
+    r"^(?:std::|::)?(?:__)?(?:f?(?:abs|max|min|dim|ma)|sqrt|rsqrt|cbrt|rcbrt|exp|exp2|exp10|"
+    r"expm1|log|log2|log10|log1p|pow|sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh|asinh|"
+    r"acosh|atanh|erf|erfc|erfinv|erfcinv|lgamma|tgamma|floor|ceil|round|rint|lrint|llrint|"
+    r"lround|llround|trunc|nearbyint|fmod|remainder|hypot|copysign|isnan|isinf|isfinite|"
+    r"signbit|norm3d|norm4d|rnorm3d|rnorm4d|saturate|sinpi|cospi|ldexp|scalbn|ilogb|logb|"
+    r"normcdf|normcdfinv|fdivide|fdividef|frcp_rn|fsqrt_rn|popc|popcll|clz|clzll|ffs|ffsll|"
+    r"brev|brevll|byte_perm|mul24|umul24|mulhi|umulhi|mul64hi|umul64hi|sad|usad|hadd|rhadd|"
+    r"uhadd|urhadd)f?$")
+_BY_VALUE_PREFIX = re.compile(
+    r"^(?:__(?:half|float|int|uint|ll|ull|double|short|ushort|bfloat16|hi|lo|low|high|"
+    r"float2half|half2float|float2bfloat16|bfloat162float|h|f|d|i|u|shfl|ballot|any|all|"
+    r"reduce|match|expf|logf|sinf|cosf|tanf|powf|exp10f|log2f|log10f|sincosf|saturatef|"
+    r"fmaf|fadd|fsub|fmul|fdiv|frcp|fsqrt|dadd|dmul|ddiv|drcp|dsqrt|make|nv_)"
+    r"|make_(?:float|int|uint|double|half|short|char|uchar|long|ulong|longlong)\d*$"
+    r"|(?:float|int|double|half|bool|unsigned|char|short|long|size_t|float2|float4|int4)$)")
+_SCALAR_CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast", "dynamic_cast"})
+_DECLARATOR_TYPES = frozenset({"pointer_declarator", "reference_declarator",
+                               "array_declarator", "init_declarator", "declaration",
+                               "parameter_declaration", "function_declarator",
+                               "optional_parameter_declaration"})
+_COMPARISONS = frozenset({"==", "!=", "<", ">", "<=", ">=", "&&", "||"})
+_TRANSPARENT_STATEMENTS = frozenset({"expression_statement", "condition_clause",
+                                     "if_statement", "while_statement", "do_statement",
+                                     "for_statement", "sizeof_expression",
+                                     "decltype", "alignof_expression"})
+_DEPTH_LIMIT = 6            # device-function call chains followed
+
+
+@dataclass
+class ParamAccess:
+    function: "Function"
+    param: "Param"
+    loads: list[Node] = field(default_factory=list)         # across callees too
+    writes: list[tuple[Node, str]] = field(default_factory=list)
+    unknowns: list[tuple[Node, str]] = field(default_factory=list)
+    const_edits: list[Edit] = field(default_factory=list)   # besides the parameter's own
+    const_blocker: str | None = None
+    derived: list[str] = field(default_factory=list)        # local names holding it
+    plain_loads: int = 0                                    # loads not through __ldg & co
+
+    @property
+    def status(self) -> str:
+        if self.writes:
+            return "written"
+        if self.unknowns:
+            return "unknown"
+        return "read_only" if self.loads else "unused"
+
+    @property
+    def read_only(self) -> bool:
+        return self.status == "read_only"
+
+
+class PointerAccess:
+    """Memoised per-unit analysis; ``ctx.analysis(PointerAccess)``."""
+
+    def __init__(self, ctx: "UnitContext"):
+        self.ctx = ctx
+        self.model = ctx.model
+        self._memo: dict[tuple[int, str], ParamAccess | None] = {}
+        self._kernels: dict[int, list[ParamAccess]] = {}
+
+    # ---- unit-wide indexes -----------------------------------------------------------
+    @cached_property
+    def _identifiers(self) -> tuple[list[Node], list[int]]:
+        nodes = captures("(identifier) @id", self.model.root).get("id", [])
+        return nodes, [n.start_byte for n in nodes]
+
+    def identifiers_in(self, node: Node) -> list[Node]:
+        from bisect import bisect_left
+        nodes, starts = self._identifiers
+        lo = bisect_left(starts, node.start_byte)
+        hi = bisect_left(starts, node.end_byte, lo)
+        return nodes[lo:hi]
+
+    @cached_property
+    def _prototypes(self) -> dict[str, list[Node]]:
+        """Function declarations that are not definitions, and explicit instantiations."""
+        out: dict[str, list[Node]] = {}
+        for decl in self.model.nodes("declaration"):
+            for d in decl.children_by_field_name("declarator"):
+                while d is not None and d.type in ("pointer_declarator",
+                                                   "reference_declarator"):
+                    d = d.child_by_field_name("declarator")
+                if d is not None and d.type == "function_declarator":
+                    name = d.child_by_field_name("declarator")
+                    if name is not None:
+                        key = text(name).split("<", 1)[0].split("::")[-1].strip()
+                        out.setdefault(key, []).append(decl)
+        return out
+
+    def has_other_declarations(self, fn: "Function") -> bool:
+        return bool(self._prototypes.get(fn.name)) or \
+            len(self.model.function_named(fn.name)) > 1
+
+    # ---- public ----------------------------------------------------------------------
+    def kernel_params(self, fn: "Function") -> list[ParamAccess]:
+        if fn.node.id not in self._kernels:
+            out = []
+            for p in fn.params:
+                if p.pointer_depth == 1 and not p.is_reference and not p.is_array and p.name:
+                    acc = self.param_access(fn, p.name)
+                    if acc is not None:
+                        out.append(acc)
+            self._kernels[fn.node.id] = out
+        return self._kernels[fn.node.id]
+
+    def param_access(self, fn: "Function", name: str, depth: int = 0
+                     ) -> ParamAccess | None:
+        key = (fn.node.id, name)
+        if key in self._memo:
+            acc = self._memo[key]
+            if acc is None:        # a recursive chain: unknown
+                return None
+            return acc
+        if depth > _DEPTH_LIMIT or fn.body is None:
+            return None
+        self._memo[key] = None
+        param = fn.param(name)
+        if param is None:
+            return None
+        acc = ParamAccess(fn, param)
+        _Tracer(self, fn, acc, depth).run()
+        self._memo[key] = acc
+        return acc
+
+
+class _Tracer:
+    """Follows one root pointer through one function body."""
+
+    def __init__(self, facts: PointerAccess, fn: "Function", acc: ParamAccess, depth: int):
+        self.facts = facts
+        self.fn = fn
+        self.acc = acc
+        self.depth = depth
+        self.ptr_names: set[str] = set()
+        self.ref_names: set[str] = set()
+        self.queue: list[tuple[str, str]] = []
+
+    # ---- per-function facts ----------------------------------------------------------
+    @cached_property
+    def occurrences(self) -> dict[str, list[Node]]:
+        out: dict[str, list[Node]] = {}
+        for ident in self.facts.identifiers_in(self.fn.body):
+            out.setdefault(text(ident), []).append(ident)
+        return out
+
+    @cached_property
+    def local_declarations(self) -> dict[str, list[Node]]:
+        """name -> the declarator identifiers that declare it in the body (not params)."""
+        out: dict[str, list[Node]] = {}
+        for idents in self.occurrences.values():
+            for ident in idents:
+                if _is_declared_name(ident):
+                    out.setdefault(text(ident), []).append(ident)
+        return out
+
+    @cached_property
+    def error_ranges(self) -> list[tuple[int, int]]:
+        return [(e.start_byte, e.end_byte) for e in self.facts.model.error_nodes
+                if e.start_byte >= self.fn.node.start_byte
+                and e.end_byte <= self.fn.node.end_byte]
+
+    # ---- driver ----------------------------------------------------------------------
+    def run(self) -> None:
+        root = self.acc.param.name
+        self.ptr_names.add(root)
+        self.queue.append((root, "ptr"))
+        if self._name_in_errors(root):
+            self.unknown(self.fn.name_node, "the parser could not read part of the body")
+        if root in self.local_declarations:
+            self.unknown(self.local_declarations[root][0], "shadowed by a local variable")
+            return
+        while self.queue:
+            name, kind = self.queue.pop()
+            for occ in self.occurrences.get(name, []):
+                if _is_declared_name(occ):
+                    continue
+                if self._inside_opaque(occ):
+                    continue
+                if kind == "ptr":
+                    self.ptr_use(occ)
+                else:
+                    self.lval_use(occ, through_reference=True)
+
+    def _name_in_errors(self, name: str) -> bool:
+        if not self.error_ranges:
+            return False
+        data = self.facts.ctx.unit.data
+        pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
+        return any(pat.search(data, s, e) for s, e in self.error_ranges)
+
+    def _inside_opaque(self, node: Node) -> bool:
+        cur = node.parent
+        while cur is not None and cur.id != self.fn.body.id:
+            if cur.type == "lambda_expression":
+                self.unknown(node, "captured by a lambda")
+                return True
+            if cur.type in ("gnu_asm_expression", "asm_statement"):
+                self.unknown(node, "used in inline assembly")
+                return True
+            if cur.type == "ERROR":
+                self.unknown(node, "in code the parser could not read")
+                return True
+            cur = cur.parent
+        return False
+
+    # ---- verdicts --------------------------------------------------------------------
+    def load(self, node: Node, via_ldg: bool = False) -> None:
+        self.acc.loads.append(node)
+        if not via_ldg:
+            self.acc.plain_loads += 1
+
+    def write(self, node: Node, why: str) -> None:
+        self.acc.writes.append((node, why))
+
+    def unknown(self, node: Node, why: str) -> None:
+        self.acc.unknowns.append((node, why))
+
+    def block_const(self, why: str) -> None:
+        if self.acc.const_blocker is None:
+            self.acc.const_blocker = why
+
+    # ---- a pointer-valued expression derived from the root ---------------------------
+    def ptr_use(self, n: Node) -> None:
+        p = n.parent
+        if p is None:
+            return self.unknown(n, "unexpected position")
+        t = p.type
+        if t == "parenthesized_expression":
+            return self.ptr_use(p)
+        if t == "binary_expression":
+            op = text(p.child_by_field_name("operator"))
+            if op in _COMPARISONS:
+                return None
+            if op == "+" or (op == "-" and _same(p.child_by_field_name("left"), n)):
+                return self.ptr_use(p)
+            return self.unknown(p, f"pointer used with `{op}`")
+        if t == "unary_expression":
+            if text(p.child_by_field_name("operator")) == "!":
+                return None
+            return self.unknown(p, "unary operator on the pointer")
+        if t == "conditional_expression":
+            if _same(p.child_by_field_name("condition"), n):
+                return None
+            return self.ptr_use(p)
+        if t == "cast_expression":
+            return self.cast_use(p, p.child_by_field_name("type"), c_style=True)
+        if t == "subscript_expression":
+            if _same(p.child_by_field_name("argument"), n):
+                return self.lval_use(p)
+            return self.unknown(p, "pointer used as an index")
+        if t == "pointer_expression":
+            if text(p.child_by_field_name("operator")) == "*":
+                return self.lval_use(p)
+            return self.unknown(p, "address of the pointer variable taken")
+        if t == "field_expression":
+            if text(p.child_by_field_name("operator")) == "->" and \
+                    _same(p.child_by_field_name("argument"), n):
+                return self.lval_use(p)
+            return self.unknown(p, "member access on the pointer")
+        if t == "update_expression":
+            return self.ptr_use(p)          # p++ moves the local copy; its value is used
+        if t == "assignment_expression":
+            left, right = p.child_by_field_name("left"), p.child_by_field_name("right")
+            if _same(left, n):
+                op = text(p.child_by_field_name("operator"))
+                if op in ("=", "+=", "-="):
+                    return None             # the variable is re-pointed
+                return self.unknown(p, f"pointer updated with `{op}`")
+            if _same(right, n):
+                if left is not None and left.type == "identifier":
+                    self.new_alias(text(left), "ptr", left, None)
+                    if p.parent is not None and p.parent.type != "expression_statement":
+                        return self.ptr_use(p)
+                    return None
+                return self.unknown(p, "stored to memory (a struct field, an array "
+                                       "element or through a pointer)")
+        if t == "init_declarator":
+            decl = p.child_by_field_name("declarator")
+            if _same(p.child_by_field_name("value"), n) and decl is not None:
+                return self.declared_from(p, decl, "ptr")
+            return self.unknown(p, "unexpected initializer")
+        if t == "argument_list":
+            call = p.parent
+            if call is not None and call.type == "call_expression":
+                index = [c.id for c in p.named_children].index(n.id)
+                return self.call_arg(call, index, n)
+            if call is not None and call.type == "init_declarator":
+                return self.unknown(call, "passed to a constructor (an object holding it)")
+            return self.unknown(p, "passed in an argument list")
+        if t in ("initializer_list", "initializer_pair"):
+            return self.unknown(p, "stored in an aggregate (array of pointers or struct)")
+        if t == "return_statement":
+            return self.unknown(p, "returned")
+        if t in _TRANSPARENT_STATEMENTS:
+            return None
+        if t == "comma_expression":
+            return self.unknown(p, "comma expression")
+        return self.unknown(p, f"pointer used in `{t}`")
+
+    def cast_use(self, cast: Node, type_node: Node | None, c_style: bool) -> None:
+        ttext = text(type_node)
+        if "*" in ttext:
+            if not c_style and "const" not in ttext:
+                # reinterpret_cast<float4*>(p) does not compile once p is const
+                if type_node is not None and type_node.child_count and ttext.count("*") == 1:
+                    self.acc.const_edits.append(
+                        Edit(type_node.start_byte, type_node.start_byte, "const "))
+                else:
+                    self.block_const(f"`{text(cast)}` casts it to a non-const pointer")
+            if "&" in ttext:
+                return self.unknown(cast, "cast to a reference")
+            return self.ptr_use(cast)
+        if ttext.strip() == "bool":
+            return None
+        return self.int_use(cast)
+
+    def int_use(self, n: Node) -> None:
+        """The address as an integer: fine inside a condition (alignment tests), unknown
+        when it is kept (it could be turned back into a pointer and written)."""
+        cur = n
+        while True:
+            p = cur.parent
+            if p is None:
+                return self.unknown(n, "address used as an integer")
+            if p.type in ("binary_expression", "parenthesized_expression",
+                          "unary_expression", "cast_expression"):
+                if p.type == "cast_expression" and "*" in text(p.child_by_field_name("type")):
+                    return self.unknown(n, "integer address cast back to a pointer")
+                cur = p
+                continue
+            if p.type == "conditional_expression" and \
+                    _same(p.child_by_field_name("condition"), cur):
+                return None
+            if p.type in ("condition_clause", "if_statement", "while_statement"):
+                return None
+            return self.unknown(n, "address kept as an integer")
+
+    # ---- an lvalue of the memory the root points to ----------------------------------
+    def lval_use(self, n: Node, through_reference: bool = False) -> None:
+        p = n.parent
+        if p is None:
+            return self.unknown(n, "unexpected position")
+        t = p.type
+        if t == "parenthesized_expression":
+            return self.lval_use(p, through_reference)
+        if t == "field_expression" and _same(p.child_by_field_name("argument"), n):
+            if p.parent is not None and p.parent.type == "call_expression" and \
+                    _same(p.parent.child_by_field_name("function"), p):
+                return self.unknown(p, "member function called on the pointed-to data")
+            if text(p.child_by_field_name("operator")) == "->":
+                return self.load(p)          # a pointer read from the data, then followed
+            return self.lval_use(p, through_reference)
+        if t == "subscript_expression":
+            if _same(p.child_by_field_name("argument"), n):
+                return self.lval_use(p, through_reference)
+            return self.load(n)
+        if t == "assignment_expression":
+            if _same(p.child_by_field_name("left"), n):
+                return self.write(p, "assigned")
+            return self.load(n)
+        if t == "update_expression":
+            return self.write(p, "incremented")
+        if t == "pointer_expression":
+            if text(p.child_by_field_name("operator")) == "&":
+                return self.ptr_use(p)
+            return self.load(n)
+        if t == "init_declarator" and _same(p.child_by_field_name("value"), n):
+            decl = p.child_by_field_name("declarator")
+            if decl is not None and decl.type == "reference_declarator":
+                return self.declared_from(p, decl, "ref")
+            return self.load(n)
+        if t == "argument_list":
+            call = p.parent
+            if call is not None and call.type == "call_expression":
+                index = [c.id for c in p.named_children].index(n.id)
+                return self.call_value_arg(call, index, n)
+            return self.unknown(p, "passed to a constructor")
+        if t in ("initializer_list", "initializer_pair"):
+            return self.load(n)
+        if t == "lambda_expression":
+            return self.unknown(p, "captured by a lambda")
+        if t == "return_statement":
+            ret = text(self.fn.node.child_by_field_name("declarator"))
+            if through_reference or "&" in ret.split("(", 1)[0]:
+                return self.unknown(p, "returned by reference")
+            return self.load(n)
+        if t == "call_expression" and _same(p.child_by_field_name("function"), n):
+            return self.unknown(p, "called")
+        if t in ("sizeof_expression", "decltype", "alignof_expression"):
+            return None
+        return self.load(n)
+
+    # ---- calls -----------------------------------------------------------------------
+    def _callee_name(self, call: Node) -> str:
+        f = call.child_by_field_name("function")
+        if f is None:
+            return ""
+        if f.type == "template_function":
+            f = f.child_by_field_name("name")
+        return text(f)
+
+    def call_arg(self, call: Node, index: int, arg: Node) -> None:
+        if any(c.type == "kernel_call_syntax" for c in call.children):
+            return self.unknown(call, "passed to a kernel launch")
+        fnode = call.child_by_field_name("function")
+        if fnode is not None and fnode.type == "template_function":
+            name = text(fnode.child_by_field_name("name"))
+            if name in _SCALAR_CASTS:
+                targs = fnode.child_by_field_name("arguments")
+                ty = targs.named_children[0] if targs is not None and targs.named_children \
+                    else None
+                if name == "const_cast":
+                    return self.unknown(call, "const_cast")
+                return self.cast_use(call, ty, c_style=False)
+        name = self._callee_name(call)
+        short = name.split("::")[-1]
+        if short in LOAD_INTRINSICS:
+            return self.load(call, via_ldg=True)
+        if short in STORE_INTRINSICS or short.startswith("atomic") or \
+                short.startswith("__nv_atomic"):
+            return self.write(call, f"`{short}`")
+        if short in ("memcpy", "memset", "memmove"):
+            if index == 0:
+                return self.write(call, f"`{short}` destination")
+            return self.load(call)
+        if short in ("printf", "assert", "__assert_fail", "__builtin_expect"):
+            return None
+        if short in ("__builtin_assume_aligned",):
+            return self.ptr_use(call)
+        return self.device_call(call, name, index, arg)
+
+    def _callees(self, name: str, nargs: int) -> list["Function"]:
+        short = name.split("::")[-1].split("<")[0].strip()
+        fns = [f for f in self.facts.model.function_named(short) if f.is_device]
+        return [f for f in fns if len(f.params) == nargs or
+                (len(f.params) > nargs and all(
+                    p.node.type == "optional_parameter_declaration"
+                    for p in f.params[nargs:]))]
+
+    def device_call(self, call: Node, name: str, index: int, arg: Node) -> None:
+        args = call.child_by_field_name("arguments")
+        nargs = len(args.named_children) if args is not None else 0
+        fns = self._callees(name, nargs) if name else []
+        if len(fns) != 1:
+            why = "overloaded" if fns else "not defined in this file"
+            return self.unknown(call, f"passed to `{name or text(call)}`, {why}")
+        callee = fns[0]
+        if "__noinline__" in text(callee.node).split("(", 1)[0]:
+            return self.unknown(call, f"passed to `__noinline__` `{callee.name}`")
+        cp = callee.params[index] if index < len(callee.params) else None
+        if cp is None or cp.is_reference or cp.pointer_depth != 1 or not cp.name:
+            return self.unknown(call, f"passed to `{callee.name}` as a non-pointer")
+        sub = self.facts.param_access(callee, cp.name, self.depth + 1)
+        if sub is None:
+            return self.unknown(call, f"passed to `{callee.name}` (recursive or too deep)")
+        if sub.writes:
+            return self.write(call, f"`{callee.name}` writes through its `{cp.name}`")
+        if sub.unknowns:
+            node, why = sub.unknowns[0]
+            return self.unknown(call, f"passed to `{callee.name}`, where it is {why}")
+        self.acc.loads.extend(sub.loads)
+        self.acc.plain_loads += sub.plain_loads
+        if not cp.pointee_const:
+            if sub.const_blocker is not None:
+                self.block_const(sub.const_blocker)
+            elif self.facts.has_other_declarations(callee):
+                self.block_const(f"`{callee.name}` is declared more than once; its "
+                                 f"parameter `{cp.name}` must become const too")
+            else:
+                edit = const_edit(cp)
+                if edit is None:
+                    self.block_const(f"`{callee.name}`'s parameter `{cp.name}` must "
+                                     "become const too")
+                else:
+                    self.acc.const_edits.append(edit)
+                    self.acc.const_edits.extend(sub.const_edits)
+        return None
+
+    def call_value_arg(self, call: Node, index: int, arg: Node) -> None:
+        """The pointed-to data (an lvalue) passed to a function: read, unless the
+        callee may take it by non-const reference."""
+        fnode = call.child_by_field_name("function")
+        if fnode is not None and fnode.type == "template_function" and \
+                text(fnode.child_by_field_name("name")) in _SCALAR_CASTS:
+            ty = text(fnode.child_by_field_name("arguments"))
+            if "&" in ty and "const" not in ty:
+                return self.unknown(call, "cast to a non-const reference")
+            return self.load(arg)
+        name = self._callee_name(call)
+        short = name.split("::")[-1]
+        if short in STORE_INTRINSICS or short.startswith("atomic"):
+            return self.unknown(call, f"`{short}` on the data")
+        if _MATH.match(name) or _BY_VALUE_PREFIX.match(short) or short in (
+                "printf", "assert", "__ldg") or fnode is not None and \
+                fnode.type == "primitive_type":
+            return self.load(arg)
+        args = call.child_by_field_name("arguments")
+        nargs = len(args.named_children) if args is not None else 0
+        fns = self._callees(name, nargs) if name else []
+        if len(fns) == 1:
+            cp = fns[0].params[index] if index < len(fns[0].params) else None
+            if cp is not None and (not cp.is_reference or cp.pointee_const):
+                return self.load(arg)
+        return self.unknown(call, f"passed to `{name or text(call)}`, which may take it by "
+                                  "reference")
+
+    # ---- derived local variables -----------------------------------------------------
+    def declared_from(self, init: Node, decl: Node, kind: str) -> None:
+        """``T* q = <root-derived>`` (kind "ptr") or ``T& r = <root lvalue>`` ("ref")."""
+        name_node = decl
+        while name_node is not None and name_node.type != "identifier":
+            if name_node.type not in ("pointer_declarator", "reference_declarator"):
+                return self.unknown(init, f"declared as `{text(decl)}`")
+            nxt = name_node.child_by_field_name("declarator")
+            if nxt is None:
+                nxt = next((c for c in name_node.named_children
+                            if c.type in ("identifier", "pointer_declarator")), None)
+            name_node = nxt
+        if name_node is None:
+            return self.unknown(init, "unexpected declarator")
+        declaration = init.parent
+        ptr_depth = text(decl).count("*")
+        if kind == "ptr" and (ptr_depth != 1 or decl.type == "reference_declarator"):
+            if decl.type == "reference_declarator" or ptr_depth != 1:
+                return self.unknown(init, f"held as `{text(decl)}`")
+        self.new_alias(text(name_node), kind, name_node, declaration)
+        return None
+
+    def new_alias(self, name: str, kind: str, where: Node, declaration: Node | None
+                  ) -> None:
+        decls = self.local_declarations.get(name, [])
+        if not decls:
+            # not a local of this function: a global or a parameter
+            if self.fn.param(name) is not None:
+                self.block_const(f"it is assigned to the parameter `{name}`")
+                self._add_alias(name, kind)
+                return
+            self.unknown(where, f"stored to `{name}`, which is not a local variable")
+            return
+        if len(decls) > 1:
+            self.unknown(where, f"`{name}` is declared more than once")
+            return
+        decl_ident = decls[0]
+        declaration = declaration or _enclosing_declaration(decl_ident)
+        if declaration is None:
+            self.unknown(where, f"cannot find the declaration of `{name}`")
+            return
+        self._const_for_declaration(name, declaration)
+        self._add_alias(name, kind)
+
+    def _add_alias(self, name: str, kind: str) -> None:
+        names = self.ptr_names if kind == "ptr" else self.ref_names
+        if name in names:
+            return
+        names.add(name)
+        self.acc.derived.append(name)
+        if self._name_in_errors(name):
+            self.unknown(self.fn.name_node, "the parser could not read part of the body")
+        self.queue.append((name, kind))
+
+    def _const_for_declaration(self, name: str, declaration: Node) -> None:
+        if declaration.type != "declaration":
+            self.block_const(f"`{name}` is declared in a `{declaration.type}`")
+            return
+        type_node = declaration.child_by_field_name("type")
+        quals = {text(c) for c in declaration.children if c.type == "type_qualifier"}
+        if "const" in quals or type_node is None:
+            return
+        if type_node.type == "placeholder_type_specifier":     # auto / auto* / auto&
+            return
+        if len(declaration.children_by_field_name("declarator")) != 1:
+            self.block_const(f"`{name}` shares its declaration with other variables")
+            return
+        self.acc.const_edits.append(Edit(type_node.start_byte, type_node.start_byte,
+                                         "const "))
+
+
+# ---- helpers -----------------------------------------------------------------------
+def _same(a: Node | None, b: Node | None) -> bool:
+    return a is not None and b is not None and a.id == b.id
+
+
+def _is_declared_name(ident: Node) -> bool:
+    cur, parent = ident, ident.parent
+    while parent is not None and parent.type in _DECLARATOR_TYPES:
+        if parent.type in ("init_declarator", "pointer_declarator", "reference_declarator",
+                           "array_declarator", "declaration", "parameter_declaration",
+                           "optional_parameter_declaration"):
+            if not _same(parent.child_by_field_name("declarator"), cur) and \
+                    parent.type != "reference_declarator":
+                return False
+            if parent.type in ("init_declarator", "declaration", "parameter_declaration",
+                               "optional_parameter_declaration"):
+                return True
+        elif parent.type == "function_declarator":
+            return _same(parent.child_by_field_name("declarator"), cur)
+        cur, parent = parent, parent.parent
+    return False
+
+
+def _enclosing_declaration(ident: Node) -> Node | None:
+    cur = ident.parent
+    while cur is not None and cur.type in _DECLARATOR_TYPES - {"declaration"}:
+        cur = cur.parent
+    return cur if cur is not None and cur.type in ("declaration", "for_range_loop") else None
+
+
+def const_edit(param: "Param") -> Edit | None:
+    """``const `` inserted before the parameter's type (keeps everything else as is)."""
+    if param.pointee_const:
+        return None
+    type_node = param.node.child_by_field_name("type")
+    if type_node is None:
+        return None
+    start = type_node.start_byte
+    # "struct Foo* p", "unsigned int* p": the type node starts at the first word already;
+    # a leading qualifier such as volatile stays in front of the new const
+    return Edit(start, start, "const ")
+
+
+def restrict_edit(param: "Param", data: bytes) -> Edit | None:
+    """`` __restrict__`` right after the parameter's (outermost) ``*``, spaced the way
+    the user spaces it: ``float* p`` -> ``float* __restrict__ p``, ``float *p`` ->
+    ``float *__restrict__ p``."""
+    decl = param.node.child_by_field_name("declarator")
+    if decl is None or decl.type != "pointer_declarator":
+        return None
+    star = next((c for c in decl.children if c.type == "*"), None)
+    if star is None:
+        return None
+    after = data[star.end_byte:star.end_byte + 1]
+    if after in (b" ", b"\t"):
+        return Edit(star.end_byte, star.end_byte, " __restrict__")
+    return Edit(star.end_byte, star.end_byte, "__restrict__ ")

@@ -1,0 +1,155 @@
+import re
+
+from cudalint.analysis.pointer_access import PointerAccess, const_edit, restrict_edit
+from cudalint.analysis.preproc import not_for_modern_cuda
+from cudalint.diagnostics import Finding, Fix
+from cudalint.rule import Rule
+
+
+class ReadOnlyMissingRestrict(Rule):
+    """## What it does
+    Finds `__global__` kernel pointer parameters whose memory the kernel only reads and
+    that are not declared `const T* __restrict__`. A parameter counts as read-only only
+    when every use of it and of every pointer derived from it (arithmetic, casts,
+    `&p[i]`, local pointers and references, device functions it is passed to) is a load:
+    a store, an atomic, a callee that writes or is not defined in the file, the pointer
+    stored to memory, returned, captured by a lambda or used in inline assembly all make
+    it "not read-only", and the rule stays silent.
+
+    ## Why is this bad?
+    Loads through a pointer the compiler can prove read-only for the whole kernel go
+    through the read-only data (texture) path, `LDG.E.CONSTANT` in SASS: a separate cache
+    with relaxed coalescing rules. The proof needs `__restrict__` (no other pointer
+    touches the same memory) as well as `const`; on sm_90, nvcc 13 emits plain `LDG.E`
+    for `const float*` and `LDG.E.CONSTANT` once the parameter is
+    `const float* __restrict__` (measured for every fixture in `fixtures/CL203/`).
+
+    ## Example
+    ```cuda
+    __global__ void scale(float* in, float* out, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) out[i] = 2.0f * in[i];      // LDG.E
+    }
+    ```
+
+    ## Use instead
+    ```cuda
+    __global__ void scale(const float* __restrict__ in, float* out, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) out[i] = 2.0f * in[i];      // LDG.E.CONSTANT
+    }
+    ```
+
+    ## Fix safety
+    Adding `const` is a safe fix: the analysis proved that nothing is written through
+    the parameter, and the fix also makes `const` the local pointers, references,
+    `*_cast` target types and device-function parameters the pointer flows into, so the
+    program still compiles. Adding `__restrict__` is unsafe: it promises the compiler
+    that, while the kernel runs, the memory is not also reached through another pointer.
+    If the caller may pass overlapping buffers (e.g. `out == in` for an in-place call),
+    the compiler may read stale data. The message names the written parameters of the
+    same type that must not overlap. Where that promise cannot be made, `__ldg()` still
+    takes the read-only path for loads of data nothing writes during the kernel.
+
+    ## References
+    - Tuning CUDA Applications for Kepler, 1.4.4.3 "Read-Only Data Cache"
+      (`const __restrict__`, `__ldg()`), in `shared/seeds/`
+    - CUDA C++ Programming Guide, "__restrict__" and "Read-Only Data Cache Load Function"
+    """
+    code = "CL203"
+    name = "read-only-missing-restrict"
+    severity = "warning"
+    fix_safety = "safe"
+
+    def check(self, ctx):
+        kernels = [k for k in ctx.model.kernels
+                   if any(p.pointer_depth == 1 and not p.restrict for p in k.params)]
+        if not kernels:
+            return
+        facts = ctx.analysis(PointerAccess)
+        data = ctx.unit.data
+        for kernel in kernels:
+            if not_for_modern_cuda(kernel.node):
+                continue
+            accesses = facts.kernel_params(kernel)
+            by_name = {a.param.name: a for a in accesses}
+            other_declared = facts.has_other_declarations(kernel) or \
+                _explicitly_instantiated(data, kernel.name)
+            for acc in accesses:
+                p = acc.param
+                if p.restrict or not acc.read_only:
+                    # `T* __restrict__` already gets LDG.E.CONSTANT from nvcc (measured:
+                    # fixtures/CL203/sass.json); const alone would change no load
+                    continue
+                if acc.plain_loads != len(acc.loads):
+                    # some loads use __ldg(): measured, nvcc 13 then leaves the plain
+                    # loads of that pointer on LDG.E even with const __restrict__
+                    continue
+                if "volatile" in ctx.text(p.node):
+                    continue
+                yield self._finding(ctx, kernel, acc, by_name, other_declared, data)
+
+    def _finding(self, ctx, kernel, acc, by_name, other_declared, data):
+        p = acc.param
+        declared = " ".join(ctx.text(p.node).split())
+        base = _bare_type(p.base_type)
+        overlap = [a.param.name for a in by_name.values() if a is not acc
+                   and a.status == "written" and _bare_type(a.param.base_type) == base]
+        maybe = [a.param.name for a in by_name.values() if a is not acc
+                 and a.status == "unknown" and _bare_type(a.param.base_type) == base]
+        loads = len({(n.start_byte, n.end_byte) for n in acc.loads})
+        want = "const" if not p.pointee_const else ""
+        want += (" " if want else "") + ("__restrict__" if not p.restrict else "")
+        msg = (f"`{p.name}` is only read by kernel `{kernel.name}` ({loads} load"
+               f"{'s' if loads != 1 else ''}) but is declared `{declared}`: add `{want}` so "
+               "its loads can use the read-only data path (LDG.E.CONSTANT)")
+        if not p.restrict:
+            if overlap:
+                names = ", ".join(f"`{n}`" for n in overlap)
+                msg += (f"; `__restrict__` promises that no other pointer reaches its data "
+                        f"while the kernel runs, so it must not overlap {names} (written, "
+                        f"same type)")
+            else:
+                msg += ("; `__restrict__` promises that no other pointer reaches its data "
+                        "while the kernel runs (no written parameter has its type)")
+            if maybe:
+                msg += f"; {', '.join(f'`{n}`' for n in maybe)} may also be written"
+            msg += ("; if the buffers may overlap, use `__ldg()` instead for loads of "
+                    "data nothing writes during the kernel")
+        fix = None
+        blocker = acc.const_blocker or (
+            f"`{kernel.name}` is declared or instantiated elsewhere too"
+            if other_declared else None)
+        if not p.pointee_const and blocker is None:
+            edit = const_edit(p)
+            if edit is not None:
+                derived = f" (and to {', '.join(f'`{d}`' for d in acc.derived)})" \
+                    if acc.const_edits and acc.derived else ""
+                fix = Fix(f"Add `const` to `{p.name}`{derived}",
+                          (edit, *sorted(set(acc.const_edits), key=lambda e: e.start)),
+                          "safe")
+        elif not p.pointee_const:
+            msg += f" (adding `const` needs more: {blocker})"
+        if fix is None and not p.restrict:
+            edit = restrict_edit(p, data)
+            if edit is not None:
+                fix = Fix(f"Add `__restrict__` to `{p.name}` (asserts that no other pointer "
+                          "the kernel uses overlaps it)", (edit,), "unsafe")
+        return Finding.at(
+            p.node, msg, fix=fix,
+            metrics={"loads": loads, "const": p.pointee_const, "restrict": p.restrict,
+                     "must_not_overlap": overlap})
+
+
+def _bare_type(t: str) -> str:
+    return " ".join(w for w in t.replace("*", " ").split()
+                    if w not in ("const", "volatile", "__restrict__", "struct"))
+
+
+def _explicitly_instantiated(data: bytes, name: str) -> bool:
+    if b"template" not in data:
+        return False
+    pat = re.compile(rb"\btemplate\s+[^;{}]*\b" + re.escape(name.encode()) + rb"\s*<[^;{}]*;")
+    return pat.search(data) is not None

@@ -1,0 +1,100 @@
+"""CL203/CL204 against the machine code nvcc emits (no GPU needed).
+
+CL203: every fixture is built as written and after cudalint's own fixes (fix_text, the
+code behind ``--fix`` and ``--unsafe-fixes``). For each flagged parameter, its loads
+(SASS ``LDG`` instructions on the source lines of its load sites, via ``nvdisasm -g``)
+must be off the read-only path as written and all ``LDG...CONSTANT`` once fixed.
+CL204: every flagged kernel has a ptxas stack frame, every look-alike kernel none.
+The recomputed facts must also equal the committed ones (fixtures/CL203/sass.json,
+fixtures/CL204/stack.json, written by tools/gputruth/readonly_sass.py) when the same
+nvcc version produced them.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location(
+    "readonly_sass", ROOT / "tools" / "gputruth" / "readonly_sass.py")
+truth = importlib.util.module_from_spec(_spec)
+sys.modules["readonly_sass"] = truth
+_spec.loader.exec_module(truth)
+
+PROBLEM = truth.tools_problem()
+needs_tools = pytest.mark.skipif(PROBLEM is not None, reason=f"SASS check skipped: {PROBLEM}")
+
+
+@pytest.fixture(scope="module")
+def sass(tmp_path_factory):
+    return truth.cl203_records(tmp_path_factory.mktemp("cl203"))
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    return truth.cl204_records(tmp_path_factory.mktemp("cl204"))
+
+
+@needs_tools
+def test_every_cl203_fix_moves_the_loads_to_the_read_only_path(sass):
+    assert len(sass["records"]) >= 15
+    for rec in sass["records"]:
+        where = f"{rec['file']} {rec['kernel']}({rec['param']})"
+        assert rec["original"], f"{where}: no load of the parameter found in SASS"
+        assert not any(truth.is_read_only_path(op) for op in rec["original"]), \
+            f"{where}: already on the read-only path as written: {rec['original']}"
+        assert rec["unsafe_fix"] and all(truth.is_read_only_path(op)
+                                         for op in rec["unsafe_fix"]), \
+            f"{where}: not all loads use LDG...CONSTANT after the fixes: {rec['unsafe_fix']}"
+        assert len(rec["unsafe_fix"]) == len(rec["original"]), where
+
+
+@needs_tools
+def test_const_alone_does_not_reach_the_read_only_path(sass):
+    # why __restrict__ is needed (and the reason the rule offers it): RULES.md's claim
+    for rec in sass["records"]:
+        assert not any(truth.is_read_only_path(op) for op in rec["safe_fix"]), rec
+
+
+@needs_tools
+def test_fixed_fixtures_are_clean_and_compile(tmp_path):
+    from cudalint.engine import lint_text
+    for path in sorted((ROOT / "fixtures" / "CL203").glob("*.cu")):
+        _, unsafe = truth.fixed_texts(path)
+        left = [d for d in lint_text(str(path), unsafe, truth._settings("CL203"),
+                                     "cuda").diagnostics if d.code == "CL203"]
+        # what stays flagged could not be made const (an explicit instantiation)
+        assert all("const" in d.message and d.fix is None for d in left), left
+        truth.build(unsafe, path.stem, tmp_path)
+
+
+@needs_tools
+def test_cl204_flags_exactly_the_kernels_with_a_stack_frame(stack):
+    assert len(stack["records"]) >= 10
+    for rec in stack["records"]:
+        assert rec["stack_frame_bytes"] is not None, rec
+        assert rec["flagged"] == (rec["stack_frame_bytes"] > 0), rec
+
+
+@needs_tools
+@pytest.mark.parametrize("name", ["sass", "stack"])
+def test_recorded_facts_are_reproduced(name, request):
+    now = request.getfixturevalue(name)
+    path = truth.SASS_JSON if name == "sass" else truth.STACK_JSON
+    recorded = json.loads(path.read_text())
+    if recorded["nvcc"] != now["nvcc"]:
+        pytest.skip(f"recorded with nvcc {recorded['nvcc']}, this is {now['nvcc']}")
+    assert recorded == now
+
+
+def test_sass_parsing_reads_constant_forms():
+    assert truth.is_read_only_path("LDG.E.CONSTANT")
+    assert truth.is_read_only_path("LDG.E.128.CONSTANT")
+    assert truth.is_read_only_path("LDG.E.64.CONSTANT")
+    assert not truth.is_read_only_path("LDG.E")
+    assert not truth.is_read_only_path("LDG.E.STRONG.SYS")
+    assert not truth.is_read_only_path("LDC.64")
