@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -58,6 +59,21 @@ def cache_key(path: str, data: bytes, settings_fp: str, rules: str) -> str:
     return h.hexdigest()
 
 
+STALE_TEMP_S = 3600     # a temp file this old belongs to a run that was killed
+
+
+def _sweep_temps(folder: Path) -> None:
+    """Remove the temp files of killed runs (never a live run's: those are recent)."""
+    try:
+        now = time.time()
+        with os.scandir(folder) as it:
+            for e in it:
+                if e.name.startswith(".tmp-") and now - e.stat().st_mtime > STALE_TEMP_S:
+                    os.unlink(e.path)
+    except OSError:
+        pass
+
+
 class Cache:
     def __init__(self, root: Path):
         self.base = root / CACHE_DIR
@@ -69,6 +85,7 @@ class Cache:
             return True
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
+            _sweep_temps(self.dir)
             tag = self.base / "CACHEDIR.TAG"
             if not tag.exists():
                 tag.write_text(TAG)
@@ -86,9 +103,9 @@ class Cache:
                 data = json.load(fh)
             result = FileResult(data["path"], [Diagnostic.from_json(d) for d in data["d"]],
                                 {int(k): v for k, v in data["lines"].items()}, data["loc"])
-            return result
-        except (OSError, ValueError, KeyError, TypeError):
+        except Exception:      # unreadable, truncated or not our shape: a miss, never a crash
             return None
+        return result if _well_formed(result) else None
 
     def put(self, key: str, result: FileResult) -> None:
         if not self._prepare():
@@ -109,3 +126,24 @@ class Cache:
                 raise
         except (OSError, TypeError, ValueError):
             return
+
+
+def _well_formed(result: FileResult) -> bool:
+    """The types the outputs rely on (an entry is only ever written whole by us; this
+    guards against a file that was damaged or written by something else)."""
+    if not (isinstance(result.path, str) and type(result.lines_of_code) is int and
+            all(isinstance(v, str) for v in result.lines.values())):
+        return False
+    for d in result.diagnostics:
+        if not (all(isinstance(v, str) for v in (d.code, d.name, d.message, d.severity,
+                                                 d.filename, d.url)) and
+                all(type(v) is int for v in (d.row, d.column, d.end_row, d.end_column,
+                                             d.start_offset, d.end_offset)) and
+                isinstance(d.metrics, dict) and isinstance(d.suppressed, bool) and
+                (d.noqa_row is None or type(d.noqa_row) is int)):
+            return False
+        if d.fix is not None and not all(
+                type(e.start) is int and type(e.end) is int and isinstance(e.content, str)
+                for e in d.fix.edits):
+            return False
+    return True

@@ -315,7 +315,11 @@ def _check(args) -> int:
                     would_change += 1
                     console.file.write(unified_diff(t.display, text, fixed))
                 else:
-                    write_atomic(t.path, fixed)
+                    try:
+                        write_atomic(t.path, fixed)
+                    except OSError as exc:      # full disk, read-only file: say so, stop
+                        raise UsageError(f"cannot write the fixed {t.display} "
+                                         f"({exc.strerror or exc}); it is unchanged") from None
                     fixed_total += n
                     changed[i] = True
             if args.diff:

@@ -219,7 +219,8 @@ def load_config_file(path: Path) -> Settings | None:
         if table is None:
             return None
     else:
-        table = data.get("tool", {}).get("cudalint", data) if "tool" in data else data
+        tool = data.get("tool")
+        table = tool.get("cudalint", data) if isinstance(tool, dict) else data
     settings = parse_table(table, str(path))
     return replace(settings, config_path=str(path), root=str(path.parent))
 
