@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property, lru_cache
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from tree_sitter import Node
@@ -78,6 +78,7 @@ class BlockShape:
 
     @property
     def line(self) -> int | None:
+        """Computed on demand (mapping a byte to a file line can cost a table)."""
         return self.where() if self.where is not None else None
 
     @property
@@ -197,7 +198,7 @@ def block_shape(ctx: "UnitContext", fn: "Function") -> BlockShape | None:
     shapes = {l.block for l in launches}
     if len(shapes) == 1:
         first = launches[0].node.start_byte
-        return BlockShape(shapes.pop(), "launch", lambda: _line(ctx, first))
+        return BlockShape(shapes.pop(), "launch", cache(lambda: _line(ctx, first)))
     if len(shapes) > 1:
         return None
     emb = getattr(ctx.unit, "embedded", None)
@@ -215,13 +216,13 @@ def block_shape(ctx: "UnitContext", fn: "Function") -> BlockShape | None:
         if len(py) == 1:
             at = line
             return BlockShape(py.pop(), "python-launch", None if at is None else
-                              lambda: ctx.unit.file.position(at)[0])
+                              cache(lambda: ctx.unit.file.position(at)[0]))
         if len(py) > 1:
             return None
     if fn.launch_bounds and fn.launch_bounds[0]:
         node = fn.launch_bounds_node
         return BlockShape((fn.launch_bounds[0], 1, 1), "launch_bounds",
-                          None if node is None else lambda: _line(ctx, node.start_byte))
+                          None if node is None else cache(lambda: _line(ctx, node.start_byte)))
     if ctx.settings.block_size:
         return BlockShape(tuple(ctx.settings.block_size), "config")  # type: ignore[arg-type]
     return None
@@ -313,6 +314,25 @@ class _Decl:
     value: Node | None
 
 
+@lru_cache(maxsize=64)
+def _columns(dims: tuple[int, int, int]) -> tuple[list, int, tuple, dict[str, tuple]]:
+    """Columns (sample, thread) evaluated for a block shape: every sample of the unknowns
+    for warps 0, 1 and the last; the lanes that exist; threadIdx per column."""
+    bx, by, bz = dims
+    nthreads = bx * by * bz
+    nwarps = max(1, -(-nthreads // WARP))
+    warps = sorted({0, 1, nwarps - 1} & set(range(nwarps)))
+    cols = [(s, w * WARP + lane) for s in range(N_SAMPLES) for w in warps
+            for lane in range(WARP)]
+    active0 = tuple(t < nthreads for _, t in cols)
+    tid = {
+        "x": tuple(t % bx for _, t in cols),
+        "y": tuple((t // bx) % by for _, t in cols),
+        "z": tuple(t // (bx * by) for _, t in cols),
+    }
+    return cols, N_SAMPLES * len(warps), active0, tid
+
+
 class KernelLanes:
     """Evaluates the address of every access of one kernel, lane by lane."""
 
@@ -320,25 +340,9 @@ class KernelLanes:
                  structs: Callable[[], dict[str, StructType]]):
         self.ctx, self.fn, self.block, self._structs = ctx, fn, block, structs
         self.env = fn.constants
-        bx, by, bz = block.dims
-        nthreads = block.threads
-        nwarps = max(1, -(-nthreads // WARP))
-        warps = sorted({0, 1, nwarps - 1} & set(range(nwarps)))
-        cols = []
-        for s in range(N_SAMPLES):
-            for w in warps:
-                for lane in range(WARP):
-                    t = w * WARP + lane
-                    cols.append((s, t))
-        self.cols = cols
-        self.n = len(cols)
-        self.groups = N_SAMPLES * len(warps)
-        self.active0 = tuple(t < nthreads for _, t in cols)
-        self.tid = {
-            "x": tuple(t % bx for _, t in cols),
-            "y": tuple((t // bx) % by for _, t in cols),
-            "z": tuple(t // (bx * by) for _, t in cols),
-        }
+        self.cols, self.groups, self.active0, self.tid = _columns(block.dims)
+        self.n = len(self.cols)
+        self._sampled: dict[tuple[int, ...], tuple] = {}
         self.used_tid: set[str] = set()
         self._writes: dict[str, list[Node]] | None = None
         self._counter_ids: dict[tuple[int, int], int] = {}
@@ -373,7 +377,10 @@ class KernelLanes:
 
     def sampled(self, values: tuple[int, ...]) -> tuple:
         self.used_tid.add(UNKNOWN)          # the value depends on a sampled unknown
-        return tuple(values[s] for s, _ in self.cols)
+        vec = self._sampled.get(values)
+        if vec is None:
+            vec = self._sampled[values] = tuple(values[s] for s, _ in self.cols)
+        return vec
 
     @property
     def writes(self) -> dict[str, list[Node]]:
@@ -1099,10 +1106,13 @@ def _direction(node: Node) -> tuple[bool, bool]:
 # figures for the rules
 
 def _block_metrics(access: Access) -> dict:
-    out = {"block": list(access.block.dims), "block_source": access.block.source}
-    if access.block.line is not None:
-        out["block_line"] = access.block.line
-    return out
+    # block_line is added by the rules for the findings they emit (mapping costs)
+    return {"block": list(access.block.dims), "block_source": access.block.source}
+
+
+def block_line_metrics(access: Access) -> dict:
+    line = access.block.line
+    return {} if line is None else {"block_line": line}
 
 
 def _live_groups(access: Access, figure: Callable[[list, int], int]) -> list[int]:

@@ -1,4 +1,4 @@
-from cudalint.analysis.lanes import LaneAnalysis, coalescing_figures
+from cudalint.analysis.lanes import LaneAnalysis, block_line_metrics, coalescing_figures
 from cudalint.analysis.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
@@ -81,7 +81,7 @@ class UncoalescedGlobalAccess(Rule):
                 f"{count} 32-byte sectors per request instead of "
                 f"{fig['ideal_sectors_per_request']} ({access.block.describe()}); "
                 f"{_remedy(access, stride if stride is not None else fig.get('x_stride_bytes'))}",
-                metrics=fig)
+                metrics={**fig, **block_line_metrics(access)})
 
 
 _VECTORS = {4: "char4/__half2", 8: "float2/int2/uint2", 16: "float4/int4/uint4"}

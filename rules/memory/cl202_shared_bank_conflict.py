@@ -1,4 +1,4 @@
-from cudalint.analysis.lanes import LaneAnalysis, bank_conflict_figures
+from cudalint.analysis.lanes import LaneAnalysis, block_line_metrics, bank_conflict_figures
 from cudalint.analysis.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
@@ -61,7 +61,7 @@ class SharedBankConflict(Rule):
                 f"{ways_txt}-way bank conflict on {access.expr_text or ctx.text(access.node)} "
                 f"({_describe(access)}; {access.block.describe()}): {fig['wavefronts']:g} "
                 f"wavefronts instead of {fig['ideal_wavefronts']}; {_remedy(access)}",
-                metrics=fig)
+                metrics={**fig, **block_line_metrics(access)})
 
 
 def _describe(access) -> str:
