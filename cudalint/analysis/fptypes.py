@@ -103,8 +103,8 @@ def _shim() -> str:
             lines.append(f"__device__ double {name}(double);")
             lines.append(f"__device__ float {name}(float);")
             lines.append(f"__device__ float {name}f(float);")
-    lines.append("__device__ float powf(float, float); __device__ float pow(float, int);")
-    lines.append("__device__ double pow(double, int);")
+    # pow(float, int) is the double template in CUDA 13 (measured: DFMA/DMUL in SASS)
+    lines.append("__device__ float powf(float, float);")
     for name in ("__expf", "__logf", "__sinf", "__cosf", "__tanf", "__log2f", "__log10f",
                  "__exp10f", "__saturatef", "__frsqrt_rn", "__fsqrt_rn"):
         lines.append(f"__device__ float {name}(float);")
@@ -147,6 +147,7 @@ class Contraction:
     kind: str                   # "difference-of-products" | "error-free-transform"
     dtype: str                  # "float" | "double"
     text: str
+    related: tuple[int, int] | None = None   # the product that made the subtracted value
 
 
 @dataclass
@@ -443,6 +444,8 @@ class _ClangWalk:
                 self._collect(inner, info)
                 return
             return                                          # int -> double: neutral
+        if not (self.is_double(c) or self.is_float(c)):
+            return                                          # integers: neutral
         if c.kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.ARRAY_SUBSCRIPT_EXPR):
             info["intended"] = True                         # double data: on purpose
             return
@@ -469,7 +472,10 @@ class _ClangWalk:
             if name in _DOUBLE_MATH and self.is_double(c):
                 info["calls"].append(c)
                 for k in kids[1:]:
-                    self._collect(k, info)
+                    if self.is_float(self.strip(k)):
+                        info["promoted"] += 1       # float passed to a double template
+                    else:
+                        self._collect(k, info)
                 return
             info["intended"] = True                         # a double-returning function
             return
@@ -492,7 +498,7 @@ class _ClangWalk:
             if kids:
                 prod = self._product(kids[-1])
                 if prod is not None:
-                    products[c.spelling] = self._operands(prod)
+                    products[c.spelling] = (self._operands(prod), self.span(prod))
             return
         if c.kind != K.BINARY_OPERATOR or not (self.is_float(c) or self.is_double(c)):
             return
@@ -510,9 +516,10 @@ class _ClangWalk:
             return
         r = self.strip(kids[1])
         if left is not None and r.kind == K.DECL_REF_EXPR and r.spelling in products:
-            if products[r.spelling] != self._operands(left):
+            operands, where = products[r.spelling]
+            if operands != self._operands(left):
                 self.facts.contractions.append(Contraction(s, e, "error-free-transform",
-                                                           dtype, self.text(c)))
+                                                           dtype, self.text(c), where))
 
     def _operands(self, prod) -> tuple[str, ...]:
         return tuple(sorted(re.sub(r"\s+", "", self.text(k)) for k in prod.get_children()))

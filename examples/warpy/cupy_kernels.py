@@ -18,7 +18,7 @@ _SCAN = textwrap.dedent(r"""
     }
 """)
 
-warp_scan = cp.RawKernel(_SCAN, "warp_scan", options=("-std=c++17",))
+warp_scan = cp.RawKernel(_SCAN, "warp_scan", options=("-std=c++17", "--use_fast_math"))
 
 _module = RawModule(code="""
 extern "C" __global__ void vote(const int* flags, unsigned* out) {

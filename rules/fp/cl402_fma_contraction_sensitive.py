@@ -35,6 +35,9 @@ class FmaContractionSensitive(Rule):
     ```
     or `fmaf` where the fused result is what the algorithm needs.
 
+    For an error term `e = ah*bh - p` the fix also rounds the product that computed `p`
+    (measured: with only one side rounded, nvcc fuses the other into the subtraction).
+
     ## Fix safety
     `__fmul_rn` keeps each product separately rounded, as the source reads; it changes the
     generated code and its last bits, so the fix is unsafe.
@@ -89,7 +92,13 @@ def _fix(ctx, c, fn):
     edits = []
     sides = [node.child_by_field_name("left"), node.child_by_field_name("right")]
     if c.kind == "error-free-transform":
-        sides = sides[:1]
+        # the subtracted product must be rounded too, or it is the one that gets fused
+        other = ctx.root.descendant_for_byte_range(*c.related) if c.related else None
+        while other is not None and other.type != "binary_expression":
+            other = other.parent
+        if other is None or (other.start_byte, other.end_byte) != c.related:
+            return None
+        sides = sides[:1] + [other]
     for side in sides:
         while side is not None and side.type == "parenthesized_expression":
             side = side.named_children[0] if side.named_children else None
