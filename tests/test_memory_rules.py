@@ -179,7 +179,7 @@ def test_message_names_block_source_and_remedy():
     (d,) = [d for d in lint_text("t.cu", src, Settings(), "cuda").diagnostics
             if d.code == "CL201"]
     assert "(block 64 from the launch at line 2)" in d.message
-    assert "8-byte vector access" in d.message
+    assert "8-byte record" in d.message and "vector access" in d.message
     assert d.metrics["block_line"] == 2 and d.metrics["stride_bytes"] == 8
     loose = replace(Settings(), coalescing_threshold=2.5)
     assert not [d for d in lint_text("t.cu", src, loose, "cuda").diagnostics

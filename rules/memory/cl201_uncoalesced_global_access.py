@@ -98,9 +98,10 @@ def _remedy(access, stride) -> str:
     if stride is not None and stride > access.width and stride % access.width == 0:
         k = stride // access.width
         if stride in _VECTORS:
-            return (f"each lane {verb}s {k} consecutive elements: {verb} them with one "
-                    f"{stride}-byte vector access ({_VECTORS[stride]} through "
-                    f"reinterpret_cast) instead of {k} scalar ones")
+            return (f"if each lane {verb}s the {k} elements of its {stride}-byte record, "
+                    f"{verb} them with one vector access ({_VECTORS[stride]} through "
+                    f"reinterpret_cast) instead of {k} scalar ones; otherwise let "
+                    f"consecutive lanes {verb} consecutive elements")
         return (f"lanes {verb} every {k}th element (records of {k}): keep each component "
                 f"in an array of its own (SoA), or stage the records through shared memory")
     return (f"let consecutive lanes {verb} consecutive elements, or have each lane {verb} "
