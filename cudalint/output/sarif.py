@@ -5,13 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 from .. import __version__, rule_url
 from ..engine import FileResult
 from ..rule import all_rules
 from .machine import _write
 
-SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SCHEMA = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
+          "sarif-schema-2.1.0.json")
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
@@ -24,11 +26,19 @@ def _srcroot() -> Path:
 
 
 def _uri(filename: str, root: Path) -> str:
+    """Relative to %SRCROOT% (percent-encoded), or an absolute file URI outside it."""
     path = Path(filename).resolve()
     try:
-        return path.relative_to(root).as_posix()
+        return quote(path.relative_to(root).as_posix())
     except ValueError:
         return path.as_uri()
+
+
+def _description(rule) -> str:
+    """What it does (and why it matters): the rule's description without its examples."""
+    sections = rule.doc_sections()
+    parts = [sections.get("What it does", ""), sections.get("Why is this bad?", "")]
+    return "\n\n".join(p for p in parts if p) or rule.summary() or rule.code
 
 
 def sarif_document(results: list[FileResult]) -> dict:
@@ -44,19 +54,24 @@ def sarif_document(results: list[FileResult]) -> dict:
             "id": code,
             "name": rule.name if rule else code,
             "shortDescription": {"text": (rule.summary() if rule else code) or code},
-            "fullDescription": {"text": doc or code},
+            "fullDescription": {"text": _description(rule) if rule else code},
             "help": {"text": doc or code, "markdown": doc or code},
             "helpUri": rule_url(code),
             "defaultConfiguration": {"level": _LEVEL[rule.severity] if rule else "warning"},
-            "properties": {"tags": ["cuda", "performance" if code[2] in "23" else
+            "properties": {"tags": ["cuda", "performance" if code[2] in "235" else
                                     "correctness"]},
         })
     out = []
     for res in results:
+        seen: dict[str, int] = {}
         for d in res.diagnostics:
             uri = _uri(d.filename, root)
+            # stable across line moves: code, file, the line's text and the message; the
+            # n-th identical finding in a file gets its own (as GitHub's line hash does)
             fp = hashlib.sha256(f"{d.code}\0{uri}\0{res.lines.get(d.row, '').strip()}\0"
                                 f"{d.message}".encode()).hexdigest()[:32]
+            seen[fp] = seen.get(fp, 0) + 1
+            fp = f"{fp}:{seen[fp]}"
             item = {
                 "ruleId": d.code,
                 "ruleIndex": index[d.code],
