@@ -9,6 +9,7 @@ only the unit, translates it back to a character offset in the file.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .python_source import EmbeddedKernel
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 CUDA_SUFFIXES = frozenset({".cu", ".cuh"})
 # Headers are linted only when included from a .cu file or named on the command line.
 HEADER_SUFFIXES = frozenset({".h", ".hpp", ".hh", ".inl", ".cuh"})
@@ -91,20 +93,38 @@ class Unit:
         return self.text.encode("utf-8", "surrogatepass")
 
     @cached_property
-    def _byte_to_char(self) -> list[int] | None:
+    def _wide_chars(self) -> tuple[list[int], list[int], list[int], list[int]] | None:
+        """For each non-ASCII character: byte start, width, char index, extra bytes so far.
+
+        Sparse, so a file with a few accented letters in comments costs a few entries,
+        not a table the size of the file.
+        """
         if len(self.data) == len(self.text):   # pure ASCII: bytes are chars
             return None
-        table = []
-        for i, ch in enumerate(self.text):
-            table.extend([i] * len(ch.encode("utf-8", "surrogatepass")))
-        table.append(len(self.text))
-        return table
+        starts, widths, chars, extra_after = [], [], [], []
+        extra = 0
+        for m in _NON_ASCII.finditer(self.text):
+            c = m.start()
+            w = len(m.group(0).encode("utf-8", "surrogatepass"))
+            starts.append(c + extra)
+            widths.append(w)
+            chars.append(c)
+            extra += w - 1
+            extra_after.append(extra)
+        return starts, widths, chars, extra_after
 
     def char_offset(self, byte_offset: int) -> int:
-        table = self._byte_to_char
-        if table is None:
-            return max(0, min(byte_offset, len(self.text)))
-        return table[max(0, min(byte_offset, len(table) - 1))]
+        b = max(0, min(byte_offset, len(self.data)))
+        wide = self._wide_chars
+        if wide is None:
+            return b
+        starts, widths, chars, extra_after = wide
+        k = bisect.bisect_right(starts, b) - 1
+        if k < 0:
+            return b
+        if b < starts[k] + widths[k]:
+            return chars[k]                  # inside a multi-byte character: its start
+        return b - extra_after[k]
 
     def file_offset(self, byte_offset: int, *, end: bool = False) -> int:
         """Character offset in the file for a byte offset in the unit.
