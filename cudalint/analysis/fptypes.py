@@ -517,7 +517,7 @@ class _ClangWalk:
         r = self.strip(kids[1])
         if left is not None and r.kind == K.DECL_REF_EXPR and r.spelling in products:
             operands, where = products[r.spelling]
-            if operands != self._operands(left):
+            if _split_of(self._operands(left), operands):
                 self.facts.contractions.append(Contraction(s, e, "error-free-transform",
                                                            dtype, self.text(c), where))
 
@@ -548,3 +548,21 @@ class _ClangWalk:
                 return self._SIGN_FN.search(self.function.spelling or "") is not None
             return False
         return False
+
+
+def _base(operand: str) -> str:
+    return re.split(r"[\[.(]", operand, maxsplit=1)[0]
+
+
+def _split_of(parts: tuple[str, ...], whole: tuple[str, ...]) -> bool:
+    """Are ``parts`` the split halves of ``whole``'s operands (``ah*bh`` against
+    ``p = a*b``: each name extends a different operand's name)? Other products subtracted
+    from a product variable (recurrences, running sums) are not error terms."""
+    if len(parts) != 2 or len(whole) != 2:
+        return False
+    p = [_base(x) for x in parts]
+    w = [_base(x) for x in whole]
+    if not all(p + w) or set(p) & set(w):
+        return False
+    return (p[0].startswith(w[0]) and p[1].startswith(w[1])) or \
+        (p[0].startswith(w[1]) and p[1].startswith(w[0]))

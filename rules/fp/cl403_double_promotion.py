@@ -62,10 +62,13 @@ class DoublePromotion(Rule):
             metrics = {"fp64_ops": p.ops, "engine": facts.engine}
             if p.kind == "literal":
                 safe = bool(p.exact)
-                fix = Fix(f"Write `{p.text}f` (single-precision literal)",
-                          (Edit(p.end, p.end, "f"),), "safe" if safe else "unsafe")
+                if p.exact is not None:         # a literal as written, not a macro name
+                    fix = Fix(f"Write `{p.text}f` (single-precision literal)",
+                              (Edit(p.end, p.end, "f"),), "safe" if safe else "unsafe")
                 extra = "" if safe else (f"; `{p.text}` is not exactly representable in "
                                          "float, so `f` changes the constant")
+                if p.exact is None:
+                    extra = f"; `{p.text}` expands to a double literal"
                 msg = (f"`{p.text}` is a double: the float expression around it runs in FP64 "
                        f"({p.ops} double operation{'s' if p.ops != 1 else ''} plus "
                        f"conversions){extra}")
