@@ -30,6 +30,9 @@ def _key(target: Target, data: bytes) -> str:
     if target.kind == "cuda" and b"#include" in data:
         from .sources.includes import include_digest
         extra = include_digest(target.path, data.decode("utf-8", "replace"))
+    if target.kind == "cuda":
+        from .analysis.buildflags import build_digest
+        extra += build_digest(target.path)
     if target.settings.ptxas.log:
         from .analysis.ptxas_run import ptxas_digest
         extra += ptxas_digest(target.settings)

@@ -285,3 +285,22 @@ def test_console_script_runs_in_a_subprocess(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "cudalint", "a.cu", "--no-cache"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "CL104" in proc.stdout and proc.stderr == ""
+
+
+def test_cache_follows_build_files(proj, capsys):
+    """CL402 depends on -fmad from setup.py: editing setup.py must not serve a stale result."""
+    (proj / "det.cu").write_text(
+        "__global__ void k(int* out, const float* a) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    float det = a[0] * a[3] - a[1] * a[2];\n"
+        "    out[i] = det > 0.0f ? 1 : (det < 0.0f ? -1 : 0);\n}\n")
+    setup = ("from setuptools import setup\n"
+             "from torch.utils.cpp_extension import CUDAExtension\n"
+             "setup(name='x', ext_modules=[CUDAExtension('x', sources=['det.cu'],\n"
+             "      extra_compile_args={'nvcc': [%s]})])\n")
+    (proj / "setup.py").write_text(setup % "'-O3'")
+    code, out, _ = cli(capsys, "det.cu", "--select", "CL402", "--output-format", "concise")
+    assert code == 1 and "det.cu:3:" in out
+    (proj / "setup.py").write_text(setup % "'-O3', '-fmad=false'")
+    code, out, _ = cli(capsys, "det.cu", "--select", "CL402", "--output-format", "concise")
+    assert code == 0, out

@@ -490,32 +490,31 @@ class _CMake:
 
     def _expand(self, node, split: bool) -> list[_Word]:
         """Text of an argument with ${VAR} replaced; each word keeps its file span."""
-        pieces: list[tuple[str, int, int] | list[_Word]] = []
+        pieces: list[tuple[bytes, int, int] | list[_Word]] = []
         pos = node.start_byte
         data = node.text
         base = node.start_byte
         for ch in node.children:
             if ch.type == "variable_ref":
                 if ch.start_byte > pos:
-                    pieces.append((data[pos - base:ch.start_byte - base].decode("utf-8",
-                                   "replace"), pos, ch.start_byte))
+                    pieces.append((data[pos - base:ch.start_byte - base], pos, ch.start_byte))
                 name = ch.text.decode("utf-8", "replace")
                 m = re.fullmatch(r"\$\{([A-Za-z0-9_]+)\}", name)
                 pieces.append(self.vars.get(m.group(1), []) if m else [])
                 pos = ch.end_byte
         if node.end_byte > pos:
-            pieces.append((data[pos - base:].decode("utf-8", "replace"), pos, node.end_byte))
+            pieces.append((data[pos - base:], pos, node.end_byte))
         words: list[_Word] = []
         for p in pieces:
             if isinstance(p, list):
                 words.extend(p)
                 continue
             s, b0, _ = p
-            sep = r"[^\s;]+" if split or True else r".+"
-            for m in re.finditer(sep, s):
-                a = self.c(b0 + len(s[:m.start()].encode("utf-8")))
-                e = self.c(b0 + len(s[:m.end()].encode("utf-8")))
-                words.append(_Word(m.group(), a, e))
+            # on the bytes: offsets stay exact whatever the text holds (invalid UTF-8,
+            # lone surrogates of an editor buffer)
+            for m in re.finditer(rb"[^\s;]+", s):
+                words.append(_Word(_text(m.group()), self.c(b0 + m.start()),
+                                   self.c(b0 + m.end())))
         return words
 
     def run(self, root) -> list[Build]:
@@ -643,10 +642,17 @@ class _CMake:
         return builds
 
 
+def _text(data: bytes) -> str:
+    try:
+        return data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace")
+
+
 def _byte_to_char(text: str) -> list[int]:
     table = []
     for i, ch in enumerate(text):
-        table.extend([i] * len(ch.encode("utf-8")))
+        table.extend([i] * len(ch.encode("utf-8", "surrogatepass")))
     table.append(len(text))
     return table
 
@@ -767,7 +773,7 @@ MAX_LEVELS = 6
 
 
 @lru_cache(maxsize=256)
-def _builds_in(path: str, mtime: float) -> tuple[Build, ...]:
+def _builds_in(path: str, mtime_ns: int, size: int) -> tuple[Build, ...]:
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -783,10 +789,10 @@ def _builds_in(path: str, mtime: float) -> tuple[Build, ...]:
 def builds_in_file(path: str | Path) -> tuple[Build, ...]:
     p = str(path)
     try:
-        mtime = os.stat(p).st_mtime
+        st = os.stat(p)
     except OSError:
         return ()
-    return _builds_in(p, mtime)
+    return _builds_in(p, st.st_mtime_ns, st.st_size)
 
 
 def builds_for_source(source: str | Path) -> list[Build]:
@@ -811,6 +817,42 @@ def builds_for_source(source: str | Path) -> list[Build]:
             break
         folder = folder.parent
     return found
+
+
+@lru_cache(maxsize=1024)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    import hashlib
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _folder_digest(folder: str) -> str:
+    """Hash of the build files of one folder and the folders above it (to the repo root).
+    Stat-ed on every call (a long-running server sees edits); contents hashed once per
+    (path, mtime, size)."""
+    parts = []
+    while True:
+        for name in BUILD_FILES:
+            bf = os.path.join(folder, name)
+            try:
+                st = os.stat(bf)
+            except OSError:
+                continue
+            parts.append(f"{bf}:{_file_digest(bf, st.st_mtime_ns, st.st_size)}")
+        parent = os.path.dirname(folder)
+        if parent == folder or os.path.exists(os.path.join(folder, ".git")):
+            break
+        folder = parent
+    return ";".join(parts)
+
+
+def build_digest(source: str | Path) -> str:
+    """What the flags of `source` depend on, for the result cache key: a change to a
+    setup.py, CMakeLists.txt or pyproject.toml above it changes CL401-CL404 results."""
+    return _folder_digest(os.path.dirname(os.path.abspath(source)))
 
 
 def unit_settings(unit) -> NvccSettings | None:
