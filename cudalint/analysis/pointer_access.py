@@ -139,6 +139,33 @@ class PointerAccess:
                         out.setdefault(key, []).append(decl)
         return out
 
+    def address_taken(self, fn: "Function") -> bool:
+        """The function's name used other than in its definition, a call or a launch, a
+        ``cuda*`` API call or a cast (e.g. ``kernel = &copy;`` with a typed pointer):
+        changing its parameter types could break that use."""
+        for ident in self._identifiers[0]:
+            if ident.text.decode("utf-8", "replace") != fn.name or \
+                    ident.start_byte == fn.name_node.start_byte:
+                continue
+            node = ident.parent
+            if node is not None and node.type == "template_function":
+                node = node.parent
+            if node is not None and node.type == "call_expression":
+                continue                                  # call or <<<launch>>>
+            cur = node
+            while cur is not None and cur.type in ("pointer_expression",
+                                                   "parenthesized_expression"):
+                cur = cur.parent
+            if cur is not None and cur.type == "cast_expression":
+                continue
+            if cur is not None and cur.type == "argument_list" and \
+                    cur.parent is not None and cur.parent.type == "call_expression":
+                callee = text(cur.parent.child_by_field_name("function"))
+                if callee.split("::")[-1].startswith(("cuda", "cu")):
+                    continue
+            return True
+        return False
+
     def has_other_declarations(self, fn: "Function") -> bool:
         return bool(self._prototypes.get(fn.name)) or \
             len(self.model.function_named(fn.name)) > 1

@@ -119,9 +119,12 @@ class ReadOnlyMissingRestrict(Rule):
             msg += ("; if the buffers may overlap, use `__ldg()` instead for loads of "
                     "data nothing writes during the kernel")
         fix = None
-        blocker = acc.const_blocker or (
-            f"`{kernel.name}` is declared or instantiated elsewhere too"
-            if other_declared else None)
+        blocker = acc.const_blocker
+        if blocker is None and other_declared:
+            blocker = f"`{kernel.name}` is declared or instantiated elsewhere too"
+        if blocker is None and not p.pointee_const and \
+                ctx.analysis(PointerAccess).address_taken(kernel):
+            blocker = f"the address of `{kernel.name}` is taken with its current type"
         if not p.pointee_const and blocker is None:
             edit = const_edit(p)
             if edit is not None:
