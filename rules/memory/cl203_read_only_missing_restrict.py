@@ -46,7 +46,10 @@ class ReadOnlyMissingRestrict(Rule):
     Adding `const` is a safe fix: the analysis proved that nothing is written through
     the parameter, and the fix also makes `const` the local pointers, references,
     `*_cast` target types and device-function parameters the pointer flows into, so the
-    program still compiles. Adding `__restrict__` is unsafe: it promises the compiler
+    program still compiles. It is offered as unsafe when the kernel has external C++
+    linkage (not `static`, not in an unnamed namespace, not `extern "C"`, not a kernel
+    string from Python): `const` changes its mangled name, so a declaration of it in
+    another file would no longer link; update such declarations with the fix. Adding `__restrict__` is unsafe: it promises the compiler
     that, while the kernel runs, the memory is not also reached through another pointer.
     If the caller may pass overlapping buffers (e.g. `out == in` for an in-place call),
     the compiler may read stale data. The message names the written parameters of the
@@ -102,22 +105,18 @@ class ReadOnlyMissingRestrict(Rule):
         loads = len({(n.start_byte, n.end_byte) for n in acc.loads})
         want = "const" if not p.pointee_const else ""
         want += (" " if want else "") + ("__restrict__" if not p.restrict else "")
-        msg = (f"`{p.name}` is only read by kernel `{kernel.name}` ({loads} load"
-               f"{'s' if loads != 1 else ''}) but is declared `{declared}`: add `{want}` so "
-               "its loads can use the read-only data path (LDG.E.CONSTANT)")
+        msg = (f"`{p.name}` is only read by kernel `{kernel.name}` but is declared "
+               f"`{declared}`: add `{want}` so its {loads} load{'s' if loads != 1 else ''} "
+               "can use the read-only data path")
         if not p.restrict:
-            if overlap:
-                names = ", ".join(f"`{n}`" for n in overlap)
-                msg += (f"; `__restrict__` promises that no other pointer reaches its data "
-                        f"while the kernel runs, so it must not overlap {names} (written, "
-                        f"same type)")
+            others = overlap + maybe
+            if others:
+                names = ", ".join(f"`{n}`" for n in others)
+                msg += (f" (`__restrict__` promises it never overlaps {names}; if it may, "
+                        "use `__ldg()`)")
             else:
-                msg += ("; `__restrict__` promises that no other pointer reaches its data "
-                        "while the kernel runs (no written parameter has its type)")
-            if maybe:
-                msg += f"; {', '.join(f'`{n}`' for n in maybe)} may also be written"
-            msg += ("; if the buffers may overlap, use `__ldg()` instead for loads of "
-                    "data nothing writes during the kernel")
+                msg += (" (`__restrict__` promises no other pointer reaches its data; if "
+                        "one may, use `__ldg()`)")
         fix = None
         blocker = acc.const_blocker
         if blocker is None and other_declared:
@@ -130,9 +129,12 @@ class ReadOnlyMissingRestrict(Rule):
             if edit is not None:
                 derived = f" (and to {', '.join(f'`{d}`' for d in acc.derived)})" \
                     if acc.const_edits and acc.derived else ""
-                fix = Fix(f"Add `const` to `{p.name}`{derived}",
+                private = _signature_is_private(ctx, kernel)
+                fix = Fix(f"Add `const` to `{p.name}`{derived}" + (
+                    "" if private else " (changes the C++ signature of "
+                    f"`{kernel.name}`: update any declaration of it in other files)"),
                           (edit, *sorted(set(acc.const_edits), key=lambda e: e.start)),
-                          "safe")
+                          "safe" if private else "unsafe")
         elif not p.pointee_const:
             msg += f" (adding `const` needs more: {blocker})"
         if fix is None and not p.restrict:
@@ -144,6 +146,32 @@ class ReadOnlyMissingRestrict(Rule):
             p.node, msg, fix=fix,
             metrics={"loads": loads, "const": p.pointee_const, "restrict": p.restrict,
                      "must_not_overlap": overlap})
+
+
+def _signature_is_private(ctx, kernel) -> bool:
+    """Can no other file hold a declaration that the `const` fix would stop matching?
+
+    True for kernels compiled from a Python string (one module per string), with C
+    linkage (`extern "C"`: the name does not encode the parameter types), or with
+    internal linkage (`static`, an unnamed namespace). A kernel with external C++ linkage
+    may be declared in a header or another .cu file: adding `const` changes its mangled
+    name, and such a declaration would then fail to link.
+    """
+    if getattr(ctx.unit, "embedded", None) is not None:
+        return True
+    node = kernel.node
+    for child in node.children:
+        if child.type == "storage_class_specifier" and ctx.text(child) == "static":
+            return True
+    parent = node.parent
+    while parent is not None:
+        if parent.type == "linkage_specification":
+            return True
+        if parent.type == "namespace_definition" and \
+                parent.child_by_field_name("name") is None:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _bare_type(t: str) -> str:

@@ -154,9 +154,21 @@ def fixed_texts(path: Path) -> tuple[str, str]:
     """The fixture after ``cudalint --fix`` and after ``--unsafe-fixes`` (CL203 only)."""
     from cudalint.fixes import fix_text
     text = path.read_text()
-    safe, _ = fix_text(str(path), text, _settings("CL203"), "cuda", unsafe=False)
+    safe = _const_fixes_only(path, text)
     unsafe, _ = fix_text(str(path), text, _settings("CL203"), "cuda", unsafe=True)
     return safe, unsafe
+
+
+def _const_fixes_only(path: Path, text: str) -> str:
+    """The fixture with only CL203's `const` fixes applied (safe, or unsafe only because
+    the kernel has external C++ linkage): what `const` alone does to the loads."""
+    from cudalint.engine import lint_text
+    from cudalint.fixes import apply_edits
+    diags = [d for d in lint_text(str(path), text, _settings("CL203"), "cuda").diagnostics
+             if d.code == "CL203" and d.fix is not None and
+             d.fix.message.startswith("Add `const`")]
+    fixed, _ = apply_edits(text, diags, True)
+    return fixed
 
 
 def cl203_flags(path: Path) -> list[dict]:
