@@ -183,7 +183,7 @@ def _occupancy(args) -> int:
         return 0
     from rich.console import Console
     from rich.table import Table
-    console = Console(highlight=False)
+    console = Console(highlight=False, emoji=False)
     if occ is not None:
         console.print(f"{args.arch}, {args.block} threads/block, {args.regs} registers/thread,"
                       f" {args.smem} bytes shared/block: occupancy {occ.occupancy:.0%} "
@@ -257,7 +257,7 @@ def _check(args) -> int:
 
     out_stream = open(args.output_file, "w", encoding="utf-8") if args.output_file \
         else sys.stdout
-    console = Console(file=out_stream, highlight=False, soft_wrap=True,
+    console = Console(file=out_stream, highlight=False, soft_wrap=True, emoji=False,
                       force_terminal=None if out_stream is sys.stdout else False)
     fmt = args.output_format or ("concise" if args.quiet else "full")
     fixed_total = 0

@@ -304,3 +304,13 @@ def test_cache_follows_build_files(proj, capsys):
     (proj / "setup.py").write_text(setup % "'-O3', '-fmad=false'")
     code, out, _ = cli(capsys, "det.cu", "--select", "CL402", "--output-format", "concise")
     assert code == 0, out
+
+
+def test_row_100_is_not_an_emoji(proj, capsys):
+    # rich turns ":100:" into an emoji unless told not to
+    (proj / "a.cu").write_text("\n" * 99 + LEGACY)
+    code, out, _ = cli(capsys, "a.cu", "--output-format", "concise")
+    assert code == 1 and "a.cu:101:12: CL104" in out
+    (proj / "b.cu").write_text("\n" * 98 + LEGACY)
+    code, out, _ = cli(capsys, "b.cu")
+    assert "b.cu:100:12: CL104" in out and "\U0001f4af" not in out

@@ -91,7 +91,8 @@ class ConvChannelsUnaligned(Rule):
                     else ""
                 yield Finding(start, end,
                               f"`{name}` {role}={v} is not a multiple of 8{tf32}: Tensor "
-                              f"Core kernels want {up - 8 if up > 8 else up} or {up}",
+                              "Core kernels want " + (f"{up - 8} or {up}" if up > 8 else
+                                                      "8 (pad it)"),
                               metrics={"channels": v, "role": role, "suggested": up})
 
 
