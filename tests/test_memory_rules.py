@@ -184,3 +184,97 @@ def test_message_names_block_source_and_remedy():
     loose = replace(Settings(), coalescing_threshold=2.5)
     assert not [d for d in lint_text("t.cu", src, loose, "cuda").diagnostics
                 if d.code == "CL201"]
+
+
+# ---- sibling accesses (fields of one record) are reported once ----------------------
+
+def _cl201(src: str, path: str = "t.cu"):
+    from cudalint.engine import lint_text
+    return [d for d in lint_text(path, src, Settings(), "cuda").diagnostics
+            if d.code == "CL201"]
+
+
+def test_grouped_findings_partition_the_flagged_accesses():
+    # every flagged access of the fixture is reported or counted as a sibling, once
+    path = FIXTURES / "CL201" / "grouping.cu"
+    flagged = []
+    for a in _file_accesses("fixtures/CL201/grouping.cu"):
+        fig = coalescing_figures(a)
+        if a.space == "global" and fig["sectors_per_request"] >= \
+                THRESHOLD * fig["ideal_sectors_per_request"]:
+            flagged.append(a.node.start_point[0] + 1)
+    found = _cl201(path.read_text(), str(path))
+    reported = sorted([d.row for d in found] +
+                      [r for d in found for r in d.metrics["sibling_rows"]])
+    assert reported == sorted(flagged)
+    assert all(d.metrics["sibling_accesses"] == len(d.metrics["sibling_rows"]) for d in found)
+    by_row = {d.row: d for d in found}
+    aos3 = by_row[11]
+    assert aos3.metrics["sibling_rows"] == [13, 15]
+    assert aos3.metrics["sectors_per_request"] == 12 and aos3.metrics["stride_bytes"] == 12
+    assert "and 2 more loads to the same 12-byte records (lines 13, 15)" in aos3.message
+    assert "SoA" in aos3.message and "pad the records to 16 bytes" in aos3.message
+    same_line = by_row[31]
+    assert same_line.metrics["sibling_rows"] == [31] and "(line 31)" in same_line.message
+    assert "float2" in by_row[23].message and "both elements" in by_row[23].message
+    assert "float4" in by_row[66].message and by_row[66].metrics["sibling_accesses"] == 3
+    assert "`x`, `y`, `z`" in by_row[55].message
+    assert "and 1 more update to" in by_row[77].message
+    assert "update them with one vector access" in by_row[77].message
+    lone = by_row[87]
+    assert lone.metrics["sibling_accesses"] == 0 and lone.metrics["sibling_rows"] == []
+    assert " more " not in lone.message
+
+
+HEAD = "__global__ void k(const float* p, float* o, int n) {\n  int i = threadIdx.x;\n"
+TAIL = "}\nvoid h(const float* p, float* o, int n) { k<<<1, 32>>>(p, o, n); }\n"
+
+
+def _rows(body: str, extra: str = "") -> list[tuple[int, int]]:
+    return sorted((d.row, d.metrics["sibling_accesses"])
+                  for d in _cl201(extra + HEAD + body + TAIL))
+
+
+def test_siblings_in_one_block_are_grouped():
+    assert _rows("  float a = p[2 * i];\n  float b = p[2 * i + 1];\n  o[i] = a + b;\n") == \
+        [(3, 1)]
+    # inside one braced branch: still one basic block
+    assert _rows("  if (n > 0) {\n    o[3 * i] = 1.f;\n    o[3 * i + 1] = 2.f;\n"
+                 "    o[3 * i + 2] = 3.f;\n  }\n") == [(4, 2)]
+    # derived pointers of the same parameter: the same records
+    assert _rows("  const float* q = p + 2 * i;\n  o[i] = q[0] + p[2 * i + 1];\n") == [(4, 1)]
+
+
+def test_siblings_split_by_conditional_evaluation_are_not_grouped():
+    # a ?: arm or the right side of && runs only on some paths
+    assert _rows("  o[i] = n ? p[2 * i] : p[2 * i + 1];\n") == [(3, 0), (3, 0)]
+    assert _rows("  o[i] = (p[2 * i] > 0.f && p[2 * i + 1] > 0.f) ? 1.f : 0.f;\n") == \
+        [(3, 0), (3, 0)]
+    # a loop between, or one of them in a loop body
+    assert _rows("  float a = p[2 * i];\n  for (int j = 0; j < n; ++j) a += 1.f;\n"
+                 "  o[i] = a + p[2 * i + 1];\n") == [(3, 0), (5, 0)]
+    # an early return between
+    assert _rows("  float a = p[2 * i];\n  if (a > 0.f) return;\n  o[i] = p[2 * i + 1];\n") \
+        == [(3, 0), (5, 0)]
+
+
+def test_barrier_inside_a_called_function_splits_siblings():
+    helper = "__device__ void wait_all() { __syncthreads(); }\n"
+    assert _rows("  float a = p[2 * i];\n  wait_all();\n  o[i] = a + p[2 * i + 1];\n",
+                 helper) == [(4, 0), (6, 0)]
+    assert _rows("  float a = p[2 * i];\n  __syncwarp();\n  o[i] = a + p[2 * i + 1];\n") \
+        == [(3, 0), (5, 0)]
+
+
+def test_siblings_need_the_same_lanes_and_a_constant_distance():
+    # a thread-dependent distance (different strides) or an unknown one (n): separate
+    assert _rows("  float a = p[8 * i];\n  float b = p[16 * i + 1];\n  o[i] = a + b;\n") \
+        == [(3, 0), (4, 0)]
+    assert _rows("  float a = p[2 * i];\n  float b = p[2 * i + n];\n  o[i] = a + b;\n") \
+        == [(3, 0), (4, 0)]
+    # half the lanes (the even ones) run the second access: no constant distance
+    from cudalint.analysis.siblings import constant_distance
+    a, b, c = _one("float v = a[2 * threadIdx.x];\n"
+                   "if (threadIdx.x % 2 == 0) { v += a[2 * threadIdx.x + 1]; }\n"
+                   "v += a[2 * threadIdx.x + 1]; ix[threadIdx.x] = (int)v;")[:3]
+    assert constant_distance(a, c) == 4 and constant_distance(a, b) is None

@@ -1,5 +1,7 @@
 from cudalint.analysis.lanes import LaneAnalysis, block_line_metrics, coalescing_figures
 from cudalint.analysis.preproc import not_for_modern_cuda
+from cudalint.analysis.siblings import SiblingGroup, access_row, group_siblings
+from cudalint.analysis.siblings import direction as _direction
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 
@@ -25,7 +27,29 @@ class UncoalescedGlobalAccess(Rule):
     Flagged at `coalescing-threshold` (default 2.0) times the ideal or more: a misaligned
     unit-stride access (5 sectors instead of 4) is not worth a warning. JSON metrics:
     `sectors_per_request`, `ideal_sectors_per_request`, `exact`, `stride_bytes` (or
-    `x_stride_bytes` for 2D blocks), `block`, `block_source`, `block_line`.
+    `x_stride_bytes` for 2D blocks), `block`, `block_source`, `block_line`,
+    `sibling_accesses`, `sibling_rows`.
+
+    Sibling accesses are reported once. Array-of-structs code touches a thread's record
+    field by field (`out[2*i] = p.x; out[2*i+1] = p.y;`, `v[3*i]`, `v[3*i+1]`,
+    `v[3*i+2]`): every scalar access is uncoalesced (and measured so), but they are one
+    problem with one remedy. Flagged accesses of a kernel are grouped when they go
+    through the same base pointer in the same direction (loads, stores or
+    read-modify-writes) with the same width and lane stride; their addresses differ by
+    a constant (the same for every lane, warp and value of the unknowns, with the same
+    lanes active) and the whole group fits in one record (from the lowest to the highest
+    byte it touches, at most the stride); and they run in one basic block: unconditional
+    parts of statements of the same `{}` block, with no branch, loop, jump, nested
+    block or barrier (`__syncthreads`, `__syncwarp`, `__threadfence`, a cooperative
+    groups `sync`, `bar.sync`, a call of a function of the file that has one) from the
+    first to the last, each at most 10 lines after the previous one. The finding is at
+    the first access and keeps its figures; the message says how many siblings share
+    the pattern and where ("and 2 more loads to the same 12-byte records (lines 41-42)"),
+    `sibling_accesses` counts them and `sibling_rows` lists their lines. When the group
+    covers whole records, the remedy says so: one 8- or 16-byte vector access for
+    records of that size at record-aligned offsets, otherwise SoA or staging through
+    shared memory. Two arrays, two strides, the next record (`p[2*i]`, `p[2*i+64]`) or
+    siblings split by a barrier or a branch are reported separately.
 
     ## Why is this bad?
     A warp's load is served in 32-byte sectors. When consecutive lanes read addresses
@@ -57,6 +81,7 @@ class UncoalescedGlobalAccess(Rule):
     def check(self, ctx):
         facts = ctx.analysis(LaneAnalysis)
         threshold = ctx.settings.coalescing_threshold
+        flagged = []
         for access in facts.accesses:
             if access.space != "global":
                 continue
@@ -64,24 +89,93 @@ class UncoalescedGlobalAccess(Rule):
             if fig is None or fig["sectors_per_request"] < threshold * \
                     fig["ideal_sectors_per_request"] or not_for_modern_cuda(access.node):
                 continue
-            stride = fig.get("stride_bytes")
-            if stride is not None:
-                stride_txt = f"a stride of {stride} bytes between lanes"
-            elif "x_stride_bytes" in fig:
-                stride_txt = (f"a stride of {fig['x_stride_bytes']} bytes from one threadIdx.x "
-                              f"to the next, and rows of the block apart,")
-            else:
-                stride_txt = "scattered lane addresses"
-            count = f"{fig['sectors_per_request']:g}" if fig["exact"] else \
-                f"at least {fig['sectors_per_request']:g}"
-            yield Finding.at(
-                access.node,
-                f"uncoalesced {'store' if access.is_store and not access.is_load else 'load'}"
-                f" {access.expr_text or ctx.text(access.node)}: {stride_txt} makes a warp touch "
-                f"{count} 32-byte sectors per request instead of "
-                f"{fig['ideal_sectors_per_request']} ({access.block.describe()}); "
-                f"{_remedy(access, stride if stride is not None else fig.get('x_stride_bytes'))}",
-                metrics={**fig, **block_line_metrics(access)})
+            flagged.append((access, fig.get("stride_bytes", fig.get("x_stride_bytes")), fig))
+        # figures stay per access (the GPU measures each one); the fields of one record
+        # accessed one after another are reported once, at the first of them
+        for group in group_siblings(ctx, flagged):
+            yield self._finding(ctx, group)
+
+    def _finding(self, ctx, group: SiblingGroup) -> Finding:
+        access, fig = group.first, group.payload[0]
+        stride = fig.get("stride_bytes")
+        if stride is not None:
+            stride_txt = f"a stride of {stride} bytes between lanes"
+        elif "x_stride_bytes" in fig:
+            stride_txt = (f"a stride of {fig['x_stride_bytes']} bytes from one threadIdx.x "
+                          f"to the next, and rows of the block apart,")
+        else:
+            stride_txt = "scattered lane addresses"
+        count = f"{fig['sectors_per_request']:g}" if fig["exact"] else \
+            f"at least {fig['sectors_per_request']:g}"
+        kind = {"store": "store", "load": "load"}.get(_direction(access), "update")
+        rows = [access_row(ctx, a) for a in group.siblings]
+        siblings = ""
+        if group.siblings:
+            n = len(group.siblings)
+            what = f"{kind}{'s' if n > 1 else ''}"
+            records = f"the same {group.stride}-byte records" if group.stride < 128 else \
+                "neighbouring elements"
+            siblings = f" and {n} more {what} to {records}{_rows_text(rows)}"
+        remedy = _group_remedy(access, group) if group.siblings else None
+        if remedy is None:
+            remedy = _remedy(access, stride if stride is not None else
+                             fig.get("x_stride_bytes"))
+        return Finding.at(
+            access.node,
+            f"uncoalesced {kind} {access.expr_text or ctx.text(access.node)}{siblings}: "
+            f"{stride_txt} makes a warp touch {count} 32-byte sectors per request instead "
+            f"of {fig['ideal_sectors_per_request']} ({access.block.describe()}); {remedy}",
+            metrics={**fig, **block_line_metrics(access),
+                     "sibling_accesses": len(group.siblings),
+                     "sibling_rows": [r for r in rows if r is not None]})
+
+
+def _rows_text(rows: list[int | None]) -> str:
+    known = sorted({r for r in rows if r is not None})
+    if not known:
+        return ""
+    if len(known) == 1:
+        return f" (line {known[0]})"
+    if known[-1] - known[0] == len(known) - 1:
+        return f" (lines {known[0]}-{known[-1]})"
+    return f" (lines {', '.join(map(str, known))})"
+
+
+def _ordinal(k: int) -> str:
+    if 10 <= k % 100 <= 20:
+        return f"{k}th"
+    return f"{k}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
+
+def _group_remedy(access, group: SiblingGroup) -> str | None:
+    """The remedy when the group shows how each lane uses its record."""
+    verb = {"store": "write", "load": "read"}.get(_direction(access), "update")
+    stride, width = group.stride, access.width
+    if access.struct_field:
+        fields = []
+        for a in group.members:
+            if a.struct_field and a.struct_field not in fields:
+                fields.append(a.struct_field)
+        names = ", ".join(f"`{f}`" for f in fields)
+        return (f"each lane {verb}s {names} of its record one field at a time: store the "
+                f"fields in arrays of their own (SoA instead of an array of structs)")
+    if stride >= 128 or stride % width:
+        return None
+    k, n = stride // width, len(group.members)
+    if not group.covers_record():
+        return None
+    every = "both" if k == 2 else f"all {k}"
+    if stride in _VECTORS and group.record_aligned():
+        return (f"each lane {verb}s {every} elements of its {stride}-byte record with {n} "
+                f"scalar accesses: {verb} them with one vector access "
+                f"({_VECTORS[stride]} through reinterpret_cast; the base pointer must be "
+                f"{stride}-byte aligned)")
+    pad = (" or pad the records to 16 bytes and use one float4/int4 access,"
+           if stride < 16 and width == 4 else "")
+    return (f"each lane {verb}s {every} elements of its {stride}-byte record with {n} "
+            f"scalar accesses: keep each component in an array of its own (SoA),{pad} or "
+            f"stage the block's records through shared memory with consecutive lanes "
+            f"copying consecutive elements")
 
 
 _VECTORS = {4: "char4/__half2", 8: "float2/int2/uint2", 16: "float4/int4/uint4"}
@@ -102,7 +196,7 @@ def _remedy(access, stride) -> str:
                     f"{verb} them with one vector access ({_VECTORS[stride]} through "
                     f"reinterpret_cast) instead of {k} scalar ones; otherwise let "
                     f"consecutive lanes {verb} consecutive elements")
-        return (f"lanes {verb} every {k}th element (records of {k}): keep each component "
+        return (f"lanes {verb} every {_ordinal(k)} element (records of {k}): keep each component "
                 f"in an array of its own (SoA), or stage the records through shared memory")
     return (f"let consecutive lanes {verb} consecutive elements, or have each lane {verb} "
             f"its elements with one vector access (float2/float4)")
