@@ -12,9 +12,12 @@
 * Settings: the closest ``pyproject.toml``/``cudalint.toml`` of each file, exactly as the
   command line finds it, with ``initializationOptions`` (or
   ``workspace/didChangeConfiguration``) on top; the text analysed is the editor's buffer.
-* The analysis runs in one worker process: a rule that loops forever, or a crash that
-  takes the process down, becomes a CL000 diagnostic and a fresh worker; the server stays
-  up. Every handler is guarded as well.
+* Latency: an edit inside a kernel re-analyses that kernel alone (a slice of the file,
+  ``cudalint/incremental.py``) and moves the other findings along; the whole file is
+  analysed again when the edits pause (``fullDelay``) and replaces the quick result.
+* The analysis runs in worker processes (one for whole files, one for edited kernels):
+  a rule that loops forever, or a crash that takes a process down, becomes a CL000
+  diagnostic and a fresh worker; the server stays up. Every handler is guarded as well.
 """
 from __future__ import annotations
 
@@ -53,7 +56,8 @@ FIX_ALL_KIND = "source.fixAll.cudalint"
 CUDA_LANGUAGE_IDS = frozenset({"cuda", "cuda-cpp", "cuda-c++", "cuda_cpp"})
 PYTHON_LANGUAGE_IDS = frozenset({"python"})
 CONFIG_FILES = ("pyproject.toml", "cudalint.toml", ".cudalint.toml")
-DEFAULT_DEBOUNCE_MS = 100
+DEFAULT_DEBOUNCE_MS = 50
+DEFAULT_FULL_DELAY_MS = 400
 DEFAULT_TIMEOUT_S = 60.0
 _SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
              "info": lsp.DiagnosticSeverity.Information}
@@ -186,6 +190,11 @@ def _job_lint(path: str, text: str, settings: Settings, kind: str) -> FileResult
     return lint_text(path, text, settings, kind)
 
 
+def _job_slice(path: str, text: str, settings: Settings, kind: str, start: int, end: int):
+    from .incremental import lint_kernel_slice
+    return lint_kernel_slice(path, text, settings, kind, start, end)
+
+
 def _job_fix_all(path: str, text: str, settings: Settings, kind: str, unsafe: bool) -> str:
     from .fixes import fix_text
     return fix_text(path, text, settings, kind, unsafe)[0]
@@ -281,12 +290,13 @@ class ServerOptions:
     configuration: str | None = None         # use only this config file
     unsafe_fixes: bool = False               # source.fixAll applies unsafe fixes too
     debounce_ms: int = DEFAULT_DEBOUNCE_MS
+    full_delay_ms: int = DEFAULT_FULL_DELAY_MS   # whole-file analysis after an edit
     timeout_s: float = DEFAULT_TIMEOUT_S
     diagnostic_mode: str = "auto"            # "auto" | "push" | "pull"
 
 
-SERVER_KEYS = {"configuration", "unsafe-fixes", "debounce", "timeout", "diagnostic-mode",
-               "settings"}
+SERVER_KEYS = {"configuration", "unsafe-fixes", "debounce", "full-delay", "timeout",
+               "diagnostic-mode", "settings"}
 
 
 def parse_options(raw: Any) -> ServerOptions:
@@ -313,13 +323,18 @@ def parse_options(raw: Any) -> ServerOptions:
             opts.configuration = value or None
         elif norm == "unsafe-fixes":
             opts.unsafe_fixes = bool(value)
-        elif norm == "debounce":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ConfigError(f"{where}: `debounce` must be milliseconds (>= 0)")
-            opts.debounce_ms = int(value)
+        elif norm in ("debounce", "full-delay"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not 0 <= value <= 600_000:            # NaN and infinity fail too
+                raise ConfigError(f"{where}: `{key}` must be milliseconds (0 to 600000)")
+            if norm == "debounce":
+                opts.debounce_ms = int(value)
+            else:
+                opts.full_delay_ms = int(value)
         elif norm == "timeout":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ConfigError(f"{where}: `timeout` must be seconds (> 0)")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not 0 < value <= 86_400:
+                raise ConfigError(f"{where}: `timeout` must be seconds (up to 86400)")
             opts.timeout_s = float(value)
         elif norm == "diagnostic-mode":
             if value not in ("auto", "push", "pull"):
@@ -351,6 +366,8 @@ class Analysis:
     result: FileResult
     items: list[lsp.Diagnostic]
     index: LineIndex
+    partial: bool = False      # the edited kernel re-analysed, the rest moved along
+    failed: bool = False       # the worker did not finish
 
     @property
     def result_id(self) -> str:
@@ -388,7 +405,9 @@ class CudalintServer(LanguageServer):
         super().__init__("cudalint", __version__,
                          text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
         self.options = ServerOptions()
-        self.worker = Worker(DEFAULT_TIMEOUT_S, use_process)
+        self.worker = Worker(DEFAULT_TIMEOUT_S, use_process)        # whole files
+        self.fast_worker = Worker(DEFAULT_TIMEOUT_S, use_process)   # edited kernels
+        self._full_pending: dict[str, asyncio.Task] = {}
         self._resolver: ConfigResolver | None = None
         self._analyses: dict[str, Analysis] = {}
         self._inflight: dict[tuple, asyncio.Future] = {}
@@ -481,6 +500,7 @@ class CudalintServer(LanguageServer):
     @_guard()
     def on_initialized(self, params: lsp.InitializedParams) -> None:
         self.worker.start()
+        self.fast_worker.start()
         self._warm_up()
         caps = self.client_capabilities
         watched = caps and caps.workspace and caps.workspace.did_change_watched_files
@@ -494,23 +514,25 @@ class CudalintServer(LanguageServer):
                                      watchers=watchers))]))
 
     def _warm_up(self) -> None:
-        async def warm():
+        async def warm(worker: Worker):
             try:
-                await self.worker.call(_job_lint, "warm-up.cu", "__global__ void k() {}\n",
-                                       Settings(), "cuda")
+                await worker.call(_job_lint, "warm-up.cu", "__global__ void k() {}\n",
+                                  Settings(), "cuda")
             except Exception:
                 pass
-        asyncio.ensure_future(warm())
+        asyncio.ensure_future(warm(self.worker))
+        asyncio.ensure_future(warm(self.fast_worker))
 
     @_guard()
     def on_shutdown(self, params: None) -> None:
-        for task in self._pending.values():
+        for task in list(self._pending.values()) + list(self._full_pending.values()):
             task.cancel()
         self.worker.stop()
+        self.fast_worker.stop()
 
     def _apply_options(self, raw: Any) -> None:
         self.options = parse_options(raw)
-        self.worker.timeout = self.options.timeout_s
+        self.worker.timeout = self.fast_worker.timeout = self.options.timeout_s
         self._resolver = None
 
     # -- settings -------------------------------------------------------------------------
@@ -581,27 +603,88 @@ class CudalintServer(LanguageServer):
     def cached(self, uri: str) -> Analysis | None:
         return self._analyses.get(uri)
 
-    async def analyse(self, uri: str) -> Analysis | None:
-        """The analysis of the document's current text (cached per text and settings)."""
+    async def analyse(self, uri: str, full: bool = False) -> Analysis | None:
+        """The analysis of the document's current text (cached per text and settings).
+
+        After an edit inside one kernel only that kernel is analysed again (``partial``)
+        and a whole-file analysis follows once the edits pause; ``full=True`` waits for
+        the whole-file one."""
         doc = self._document(uri)
         if doc is None:
             return None
         key, path, settings, kind, text = self._key(uri, doc)
         current = self._analyses.get(uri)
-        if current is not None and current.key == key:
+        if current is not None and current.key == key and (not full or not current.partial):
             return current
-        running = self._inflight.get(key)
+        previous = None if full else current
+        flight = (key, full)
+        running = self._inflight.get(flight)
         if running is None:
             running = asyncio.ensure_future(self._run_analysis(uri, key, path, settings,
-                                                               kind, text))
-            self._inflight[key] = running
-            running.add_done_callback(lambda _f, k=key: self._inflight.pop(k, None))
+                                                               kind, text, previous))
+            self._inflight[flight] = running
+            running.add_done_callback(lambda _f, k=flight: self._inflight.pop(k, None))
         analysis = await asyncio.shield(running)
         if analysis is not None:
             latest = self._analyses.get(uri)
-            if latest is None or latest.key != key:
+            if latest is None or latest.key != key or (latest.partial and not analysis.partial):
                 self._analyses[uri] = analysis
+            if analysis.partial:
+                self._schedule_full(uri)
         return analysis
+
+    async def _fast(self, uri: str, key: tuple, name: str, settings: Settings, text: str,
+                    previous: Analysis) -> Analysis | None:
+        """The previous analysis moved along an edit inside one kernel, with that kernel
+        analysed again; None when the edit is elsewhere (the whole file is analysed)."""
+        from .incremental import changed_span, merge
+        if previous.failed or previous.key[3:] != key[3:] or previous.kind != "cuda":
+            return None
+        start, old_end, new_end = changed_span(previous.text, text)
+        if start == old_end == new_end:
+            result = previous.result
+        else:
+            try:
+                piece = await self.fast_worker.call(_job_slice, name, text, settings, "cuda",
+                                                    start, new_end,
+                                                    wanted=self._wanted(uri, key[1]))
+            except WorkerFailure:
+                return None
+            if piece is None:
+                return None
+            result = merge(previous.result, previous.text, text, piece, old_end, new_end)
+        index = LineIndex(text, self._encoding())
+        items = [to_lsp(d, index) for d in result.visible]
+        return Analysis(key, text, "cuda", result, items, index, partial=True)
+
+    def _schedule_full(self, uri: str) -> None:
+        old = self._full_pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        self._full_pending[uri] = asyncio.ensure_future(self._full_later(uri))
+
+    async def _full_later(self, uri: str) -> None:
+        try:
+            await asyncio.sleep(self.options.full_delay_ms / 1000)
+            analysis = await self.analyse(uri, full=True)
+            doc = self._document(uri)
+            if analysis is None or doc is None or doc.version != analysis.key[1]:
+                return
+            if self.pull_mode:
+                caps = self.client_capabilities
+                ws = caps and caps.workspace
+                if ws and ws.diagnostics and ws.diagnostics.refresh_support:
+                    self.workspace_diagnostic_refresh(None)
+            else:
+                self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
+                    uri=uri, diagnostics=analysis.items, version=doc.version))
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:
+            self.report_failure("whole-file analysis", exc)
+        finally:
+            if self._full_pending.get(uri) is asyncio.current_task():
+                self._full_pending.pop(uri, None)
 
     def _wanted(self, uri: str, version) -> Callable[[], bool]:
         def wanted() -> bool:
@@ -610,10 +693,15 @@ class CudalintServer(LanguageServer):
         return wanted
 
     async def _run_analysis(self, uri: str, key: tuple, path: str | None,
-                            settings: Settings, kind: str | None, text: str
-                            ) -> Analysis | None:
+                            settings: Settings, kind: str | None, text: str,
+                            previous: Analysis | None = None) -> Analysis | None:
         name = path or "-"
         result: FileResult | None
+        failed = False
+        if previous is not None and kind == "cuda":
+            fast = await self._fast(uri, key, name, settings, text, previous)
+            if fast is not None:
+                return fast
         excluded = False
         if path is not None and kind is not None:
             from .discovery import _excluded
@@ -630,11 +718,12 @@ class CudalintServer(LanguageServer):
             except WorkerFailure as exc:
                 result = FileResult(name)
                 result.diagnostics.append(_failure_diagnostic(name, str(exc)))
+                failed = True
             if result is None:
                 return None        # the text changed while waiting: a newer run follows
         index = LineIndex(text, self._encoding())
         items = [to_lsp(d, index) for d in result.visible]
-        return Analysis(key, text, kind, result, items, index)
+        return Analysis(key, text, kind, result, items, index, failed=failed)
 
     # -- push -------------------------------------------------------------------------------
     def schedule(self, uri: str, delay_ms: int) -> None:
@@ -697,9 +786,10 @@ class CudalintServer(LanguageServer):
     @_guard()
     def did_close(self, params: lsp.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        task = self._pending.pop(uri, None)
-        if task is not None:
-            task.cancel()
+        for pending in (self._pending, self._full_pending):
+            task = pending.pop(uri, None)
+            if task is not None:
+                task.cancel()
         self._analyses.pop(uri, None)
         if not self.pull_mode:
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
@@ -864,14 +954,8 @@ def _hover_text(code: str, rule, message: str | None) -> str:
 
 def minimal_edit(before: str, after: str) -> Edit:
     """One edit that turns ``before`` into ``after``: the changed middle only."""
-    start = 0
-    limit = min(len(before), len(after))
-    while start < limit and before[start] == after[start]:
-        start += 1
-    end_b, end_a = len(before), len(after)
-    while end_b > start and end_a > start and before[end_b - 1] == after[end_a - 1]:
-        end_b -= 1
-        end_a -= 1
+    from .incremental import changed_span
+    start, end_b, end_a = changed_span(before, after)
     return Edit(start, end_b, after[start:end_a])
 
 

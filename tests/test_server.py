@@ -3,6 +3,8 @@ over stdio: initialize, open, change, diagnostics (pushed and pulled), code acti
 applying their edits, hover, settings, crash containment, shutdown; .cu and .py files."""
 from __future__ import annotations
 
+import asyncio
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -275,6 +277,29 @@ async def test_cu_open_change_fix_noqa_hover(client: LanguageClient):
 
 
 @pytest.mark.asyncio
+async def test_edit_inside_a_kernel_fast_then_whole_file(client: LanguageClient):
+    text = CU + CU.replace("void k", "void k2")
+    doc = Doc(client, "two.cu", text, "cuda-cpp")
+    assert [d.range.start.line for d in await doc.diagnostics()] == [1, 4]
+    # typing inside the first kernel: that kernel is analysed again, the second one's
+    # finding moves down a line; then the whole-file analysis publishes the same
+    doc.version += 1
+    doc.text = text.replace("{\n", "{\n    int x = 0;\n", 1)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=doc.uri, version=doc.version),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(types.Position(1, 0), types.Position(1, 0)),
+            text="    int x = 0;\n")]))
+    fast = await doc.diagnostics()
+    assert [(d.code, d.range.start.line, d.range.start.character) for d in fast] == [
+        ("CL104", 2, 11), ("CL104", 5, 11)]
+    # a second publish of the same version: the fast one came first
+    await asyncio.wait_for(
+        client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), 120)
+    assert _VERSIONS[doc.uri] == doc.version and list(client.diagnostics[doc.uri]) == fast
+
+
+@pytest.mark.asyncio
 async def test_noqa_extends_an_existing_comment_and_fix_all(client: LanguageClient):
     text = ("__global__ void k(float* a) {\n"
             "    a[0] = __shfl(a[1], 0);  // noqa: CL202\n"     # CL202 unused: CL001
@@ -450,3 +475,56 @@ def test_options_and_minimal_edit():
         parse_options({"nope": 1})
     e = minimal_edit("abcXdef", "abcYYdef")
     assert (e.start, e.end, e.content) == (3, 4, "YY")
+
+
+# -- the fast path: one edited kernel analysed again, the rest moved along -------------
+
+FAST_PATH_FIXTURES = sorted(
+    p for code in ("CL101", "CL102", "CL103", "CL104", "CL105", "CL201", "CL202")
+    for p in (Path(__file__).resolve().parent.parent / "fixtures" / code).glob("*.cu"))
+
+
+@pytest.mark.parametrize("path", FAST_PATH_FIXTURES, ids=lambda p: p.name)
+def test_kernel_slice_merge_equals_a_full_analysis(path):
+    """An edit inside a kernel: the previous findings moved along plus the slice's
+    findings for that kernel are exactly what a whole-file analysis finds."""
+    from cudalint.config import Settings
+    from cudalint.engine import lint_text
+    from cudalint.incremental import _functions, changed_span, lint_kernel_slice, merge
+    from cudalint.parse import parse
+    settings = Settings()
+    text = path.read_text(encoding="utf-8")
+    old = lint_text(str(path), text, settings, "cuda")
+    kernels = [f for f in _functions(parse(text.encode()).root_node, text, lambda b: b)
+               if f.is_kernel]
+    assert kernels
+
+    def key(result):
+        # line numbers quoted in messages and metrics are moved on a best-effort basis
+        # (the whole-file analysis that follows has them exact): compared without them
+        return sorted((d.code, d.row, d.column, d.end_row, d.end_column, d.start_offset,
+                       re.sub(r"\d+", "#", d.message), d.suppressed, repr(d.fix),
+                       re.sub(r"\d+", "#", repr(d.metrics)))
+                      for d in result.diagnostics)
+
+    for kernel in kernels[::max(1, len(kernels) // 4)]:
+        at = kernel.body_start + 1
+        new = text[:at] + "\n    int edited_here = 1;" + text[at:]
+        start, old_end, new_end = changed_span(text, new)
+        piece = lint_kernel_slice(str(path), new, settings, "cuda", start, new_end)
+        assert piece is not None and piece.start == kernel.start
+        merged = merge(old, text, new, piece, old_end, new_end)
+        assert key(merged) == key(lint_text(str(path), new, settings, "cuda")), kernel.name
+
+
+def test_kernel_slice_declines_edits_outside_kernels():
+    from cudalint.config import Settings
+    from cudalint.incremental import lint_kernel_slice
+    text = "int helper(int x) {\n    return x;\n}\n" + CU
+    at = text.index("return")
+    assert lint_kernel_slice("h.cu", text, Settings(), "cuda", at, at + 1) is None
+    at = text.index("a[0]")
+    assert lint_kernel_slice("h.cu", text, Settings(), "cuda", at, at + 1) is not None
+    # a file-level noqa anywhere: no slicing (the slice could drop it)
+    assert lint_kernel_slice("h.cu", "// cudalint: noqa: CL104\n" + text, Settings(), "cuda",
+                             at + 26, at + 27) is None
