@@ -6,6 +6,8 @@ Everything is computed lazily and at most once per unit.
 """
 from __future__ import annotations
 
+import re
+
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -180,7 +182,7 @@ class Model:
         for _, kind, node in sorted(events, key=lambda e: e[0]):
             if kind == "dname":
                 value = value_of.get(node.parent.id)
-                v = eval_int(text(value).strip(), env) if value is not None else None
+                v = eval_int(macro_body(text(value)), env) if value is not None else None
                 if v is not None:
                     env[text(node)] = v
             elif kind == "decl":
@@ -498,3 +500,12 @@ def _last_initializer(declarations: list[Node], name: str, before: int) -> Node 
             if d.type == "init_declarator" and text(d.child_by_field_name("declarator")) == name:
                 best = d.child_by_field_name("value")
     return best
+
+
+_MACRO_NOISE = re.compile(r"/\*.*?\*/|//[^\n]*|\\\r?\n", re.S)
+
+
+def macro_body(value: str) -> str:
+    """A #define's value without comments and line continuations
+    (`#define N 4096  // side` is 4096)."""
+    return _MACRO_NOISE.sub(" ", value).strip()

@@ -6,7 +6,8 @@ setup(
     ext_modules=[
         CUDAExtension(
             "warpy._C",
-            sources=["warpy/csrc/reduce.cu", "warpy/csrc/tile.cu"],
+            sources=["warpy/csrc/reduce.cu", "warpy/csrc/tile.cu",
+                     "warpy/csrc/legacy_ops.cu"],
             extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3", "--use_fast_math"]},
         )
     ],
