@@ -278,3 +278,17 @@ def test_siblings_need_the_same_lanes_and_a_constant_distance():
                    "if (threadIdx.x % 2 == 0) { v += a[2 * threadIdx.x + 1]; }\n"
                    "v += a[2 * threadIdx.x + 1]; ix[threadIdx.x] = (int)v;")[:3]
     assert constant_distance(a, c) == 4 and constant_distance(a, b) is None
+
+
+def test_vector_remedy_only_for_record_aligned_groups():
+    def message(body):
+        (d,) = _cl201(HEAD + body + TAIL)
+        return d.message
+    aligned = message("  o[i] = p[2 * i] + p[2 * i + 1];\n")
+    assert "one vector access (float2" in aligned and "must be 8-byte aligned" in aligned
+    # the records start where n says: aligned only if n is even
+    unknown = message("  o[i] = p[2 * i + n] + p[2 * i + n + 1];\n")
+    assert "if the records are 8-byte aligned" in unknown and "at least 8" in unknown
+    # two halves of neighbouring records: never one aligned vector
+    straddle = message("  o[i] = p[2 * i + 1] + p[2 * i + 2];\n")
+    assert "vector" not in straddle and "SoA" in straddle

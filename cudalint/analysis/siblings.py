@@ -88,13 +88,13 @@ class SiblingGroup:
             touched.update(range(off, off + w))
         return len(touched) == self.stride
 
-    def record_aligned(self) -> bool:
-        """The lowest member starts on a multiple of the stride from the base pointer in
-        every column: a vector access of the whole record is aligned when the base is."""
+    def record_phases(self) -> set[int]:
+        """Where the lowest member starts within a stride-sized record, from the base
+        pointer, over every column: {0} means a vector access of the whole record is
+        aligned when the base is; several values mean it depends on the unknowns."""
         lo_index = self.offsets.index(min(self.offsets))
         low = self.members[lo_index]
-        return all(a % self.stride == 0 for row in low.groups for a in row
-                   if a is not None)
+        return {a % self.stride for row in low.groups for a in row if a is not None}
 
 
 def constant_distance(a: "Access", b: "Access") -> int | None:
@@ -166,6 +166,7 @@ class _Blocks:
         self._stmt: dict[int, Node | None] = {}
         self._barrier_calls: re.Pattern[bytes] | None = None
         self._clean: dict[tuple[int, int], bool] = {}
+        self._barrier: dict[int, bool] = {}
 
     def statement(self, node: Node) -> Node | None:
         if node.id not in self._stmt:
@@ -173,6 +174,12 @@ class _Blocks:
         return self._stmt[node.id]
 
     def _has_barrier(self, stmt: Node) -> bool:
+        found = self._barrier.get(stmt.id)
+        if found is None:
+            found = self._barrier[stmt.id] = self._scan_barrier(stmt)
+        return found
+
+    def _scan_barrier(self, stmt: Node) -> bool:
         data = stmt.text
         if _BARRIER.search(data):
             return True

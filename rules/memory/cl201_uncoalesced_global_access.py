@@ -131,14 +131,18 @@ class UncoalescedGlobalAccess(Rule):
 
 
 def _rows_text(rows: list[int | None]) -> str:
+    """`` (line 41)``, `` (lines 41-42)``, `` (lines 41-45, 47)``."""
     known = sorted({r for r in rows if r is not None})
     if not known:
         return ""
-    if len(known) == 1:
-        return f" (line {known[0]})"
-    if known[-1] - known[0] == len(known) - 1:
-        return f" (lines {known[0]}-{known[-1]})"
-    return f" (lines {', '.join(map(str, known))})"
+    runs: list[list[int]] = []
+    for r in known:
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in runs]
+    return f" (line{'s' if len(known) > 1 else ''} {', '.join(parts)})"
 
 
 def _ordinal(k: int) -> str:
@@ -165,11 +169,18 @@ def _group_remedy(access, group: SiblingGroup) -> str | None:
     if not group.covers_record():
         return None
     every = "both" if k == 2 else f"all {k}"
-    if stride in _VECTORS and group.record_aligned():
+    phases = group.record_phases()
+    if stride in _VECTORS and phases == {0}:
         return (f"each lane {verb}s {every} elements of its {stride}-byte record with {n} "
                 f"scalar accesses: {verb} them with one vector access "
                 f"({_VECTORS[stride]} through reinterpret_cast; the base pointer must be "
                 f"{stride}-byte aligned)")
+    if stride in _VECTORS and len(phases) > 1:
+        return (f"each lane {verb}s {every} elements of its {stride}-byte record with {n} "
+                f"scalar accesses: {verb} them with one vector access "
+                f"({_VECTORS[stride]} through reinterpret_cast) if the records are "
+                f"{stride}-byte aligned (here that depends on values the kernel receives), "
+                f"otherwise keep each component in an array of its own (SoA)")
     pad = (" or pad the records to 16 bytes and use one float4/int4 access,"
            if stride < 16 and width == 4 else "")
     return (f"each lane {verb}s {every} elements of its {stride}-byte record with {n} "
