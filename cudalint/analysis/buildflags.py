@@ -28,6 +28,7 @@ import ast
 import fnmatch
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -429,9 +430,11 @@ def python_builds(text: str, path: str = "<python>", tree: ast.Module | None = N
         return []
     if tree is None:
         try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError):
-            return []
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")      # invalid escapes: not ours to report
+                tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):   # MemoryError:
+            return []                                # brackets nested too deeply
     try:
         return _PyBuilds(text, path, tree).run()
     except RecursionError:

@@ -260,7 +260,9 @@ def ptxas_facts(ctx: "UnitContext") -> PtxasFacts:
     else:
         return PtxasFacts(arch=None, records=records, problem=problem)
     chosen = [r for r in records if _norm_arch(r.arch) == arch]
-    facts = PtxasFacts(arch=arch, records=chosen, problem=problem)
+    # a log that never names its architecture (a fragment, no `Compiling ... for` line)
+    # is taken to be for the configured one
+    facts = PtxasFacts(arch=arch or want, records=chosen, problem=problem)
     _match(ctx, facts)
     return facts
 

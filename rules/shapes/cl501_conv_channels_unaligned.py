@@ -1,4 +1,5 @@
 import ast
+import warnings
 
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
@@ -48,9 +49,11 @@ class ConvChannelsUnaligned(Rule):
         if "Conv" not in text and "Linear" not in text:
             return
         try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError):
-            return
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")      # invalid escapes: not ours to report
+                tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):   # MemoryError:
+            return                                   # brackets nested too deeply
         lines = text.splitlines(keepends=True)
         starts = [0]
         for ln in lines:

@@ -17,10 +17,12 @@ Every input that ever broke a property is kept in ``tests/fuzz/regressions/<targ
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import random
+import sys
 import tempfile
 from collections import Counter
 from dataclasses import replace
@@ -47,6 +49,27 @@ class FuzzFailure(AssertionError):
 
 def _fail(what: str) -> None:
     raise FuzzFailure(what)
+
+
+def quiet(fn):
+    """The target must not print "Exception ignored ..." to stderr either (an exception
+    raised where nobody can catch it: a ctypes callback, a __del__): a user would see a
+    traceback for a file cudalint reports as fine."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        seen = []
+        old = sys.unraisablehook
+        sys.unraisablehook = seen.append
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            sys.unraisablehook = old
+        if seen:
+            u = seen[0]
+            _fail(f"printed to stderr: Exception ignored in {u.object!r}: "
+                  f"{u.exc_type.__name__}: {u.exc_value}")
+        return out
+    return run
 
 
 # ---------------------------------------------------------------------------------------
@@ -515,6 +538,7 @@ def _text_of(data: bytes) -> str | None:
     return text
 
 
+@quiet
 def check_cuda(data: bytes, notices: bool = False, ptxas_log: Path | None = None) -> None:
     """``.cu`` bytes through ``lint_bytes`` with every rule."""
     RUNS["cuda"] += 1
@@ -525,6 +549,7 @@ def check_cuda(data: bytes, notices: bool = False, ptxas_log: Path | None = None
     check_result(result, _text_of(data), "cuda")
 
 
+@quiet
 def check_cuda_text(text: str, notices: bool = False) -> None:
     """A str (an editor buffer: may hold lone surrogates, NULs) through ``lint_text``."""
     RUNS["cuda_text"] += 1
@@ -532,6 +557,7 @@ def check_cuda_text(text: str, notices: bool = False) -> None:
     check_result(result, text, "cuda")
 
 
+@quiet
 def check_python(data: bytes, notices: bool = False) -> None:
     """A Python file through the extraction and the engine (kind "python")."""
     RUNS["python"] += 1
@@ -542,6 +568,7 @@ def check_python(data: bytes, notices: bool = False) -> None:
     check_result(result, text, "python")
 
 
+@quiet
 def check_ptxas(data: bytes, cu: bytes | None = None, tmpdir: Path | None = None) -> None:
     """A ptxas log through the parser, and (with ``cu``) through CL301-CL303."""
     from cudalint.analysis import ptxas_log as pl
@@ -571,6 +598,7 @@ def check_ptxas(data: bytes, cu: bytes | None = None, tmpdir: Path | None = None
             shutil.rmtree(folder, ignore_errors=True)
 
 
+@quiet
 def check_config(data: bytes, name: str = "pyproject.toml", folder: Path | None = None,
                  cu: bytes = b"__global__ void k(float* p){ p[threadIdx.x * 32] = 0; }\n"
                  ) -> Settings | None:
@@ -598,6 +626,7 @@ def check_config(data: bytes, name: str = "pyproject.toml", folder: Path | None 
             shutil.rmtree(folder, ignore_errors=True)
 
 
+@quiet
 def check_fix(data: bytes, kind: str = "cuda", unsafe: bool = True) -> None:
     """``fix_text``: parses no worse than the input, idempotent, edits stay in the file."""
     from cudalint.fixes import fix_text, parse_quality
@@ -737,6 +766,7 @@ BUILD_CU = (b"__global__ void k(float* x, float y) { x[threadIdx.x] = x[threadId
             b" + sqrtf(y) * __expf(y); }\n")
 
 
+@quiet
 def check_build(data: bytes, name: str, folder: Path | None = None) -> None:
     """A build file: its model (flags inside the file), the file linted as its own kind,
     and a ``.cu`` beside it linted with the flags the file sets."""

@@ -302,3 +302,36 @@ def test_build_setup_py(seed, i, ops, generated, tmp_path_factory):
         else pick(fl.SETUP_SEEDS, i)
     data = fl.mutate(base, ops, fl.SETUP_SEEDS, BUILD_SNIPPETS + fl.PY_SNIPPETS)
     fl.check_build(data, "setup.py", tmp_path_factory.mktemp("setup"))
+
+
+# ---------------------------------------------------------------------------------------
+# the language server: editor sessions (didOpen + didChange) and initializationOptions
+
+import server_target  # noqa: E402
+
+needs_server = pytest.mark.skipif(not server_target.available(),
+                                  reason="cudalint.server is not in this checkout")
+
+
+@needs_server
+@budget(25)
+@given(seed=seeds)
+def test_server_editor_session(seed):
+    server_target.check_server_script(server_target.random_script(random.Random(seed)))
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(1 << 70), 1 << 70) | st.floats() |
+    st.text(max_size=10) | st.sampled_from(["CL1", "ALL", "sm_90", "pull", "push", "auto"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["settings", "cudalint", "select", "blockSize", "block-size",
+                         "debounce", "timeout", "diagnosticMode", "unsafeFixes",
+                         "configuration", "arch", "ptxas", "defines", "x"]) |
+        st.text(max_size=8), inner, max_size=4), max_leaves=8)
+
+
+@needs_server
+@budget(60)
+@given(raw=json_values)
+def test_server_options(raw):
+    server_target.check_options(raw)

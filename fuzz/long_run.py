@@ -1,0 +1,212 @@
+"""A time-boxed random fuzz run over every target (no extra dependencies).
+
+    python fuzz/long_run.py --minutes 25 [--targets cuda,python] [--out /tmp/cudalint-fuzz]
+
+Targets are visited round-robin; each input is a seed (fixtures, examples, regressions)
+or a generated file, put through the mutations of tests/fuzz/fuzzlib.py. Any input that
+breaks a property (an exception, a rule crash reported as CL000, a position outside the
+file, JSON that does not round-trip, a fix that is not idempotent) or runs longer than
+``--slow`` seconds is written to ``<out>/<target>/`` with its traceback; copy it into
+``tests/fuzz/regressions/<target>/`` once fixed. Prints inputs and failures per target.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "fuzz"))
+
+import fuzzlib as fl  # noqa: E402
+
+MAX_INPUT = 256 * 1024         # bytes: bigger inputs measure speed, not robustness
+PTXAS_CU = sorted(fl.FIXTURES.glob("CL30*/*.cu"))
+
+
+class Hang(BaseException):
+    """Not an Exception: the engine's guard around each rule must not swallow it."""
+
+
+def _alarm(signum, frame):
+    raise Hang("input ran past the hard time limit")
+
+
+def _mut(rng, base, corpus, snippets, max_ops=6):
+    scale = 10 if rng.random() < 0.05 else 1
+    out = fl.mutate(base, fl.random_ops(rng, max_ops), corpus, snippets, scale)
+    return out[:MAX_INPUT]
+
+
+def make(target: str, rng: random.Random, tmp: Path):
+    """(input bytes, callable running the target on them)."""
+    if target == "cuda":
+        base = fl.gen_kernel(rng).encode() if rng.random() < 0.4 else rng.choice(fl.CUDA_SEEDS)
+        data = _mut(rng, base, fl.CUDA_SEEDS, fl.CUDA_SNIPPETS)
+        notices = rng.random() < 0.5
+        return data, lambda: fl.check_cuda(data, notices=notices)
+    if target == "cuda_text":
+        data = _mut(rng, rng.choice(fl.CUDA_SEEDS), fl.CUDA_SEEDS, fl.CUDA_SNIPPETS)
+        text = data.decode("utf-8", "surrogateescape")
+        return data, lambda: fl.check_cuda_text(text)
+    if target == "python":
+        if rng.random() < 0.5:
+            cuda = fl.gen_kernel(rng) if rng.random() < 0.5 else _mut(
+                rng, rng.choice(fl.CUDA_SEEDS), fl.CUDA_SEEDS, fl.CUDA_SNIPPETS, 3).decode(
+                "utf-8", "replace").replace("\0", "")
+            base = fl.gen_python(rng, cuda).encode("utf-8", "surrogatepass")
+            data = _mut(rng, base, fl.PYTHON_SEEDS, fl.PY_SNIPPETS, 2)
+        else:
+            data = _mut(rng, rng.choice(fl.PYTHON_SEEDS), fl.PYTHON_SEEDS + fl.CUDA_SEEDS,
+                        fl.PY_SNIPPETS)
+        return data, lambda: fl.check_python(data)
+    if target == "ptxas":
+        base = fl.gen_ptxas(rng).encode() if rng.random() < 0.5 else rng.choice(fl.PTXAS_SEEDS)
+        data = _mut(rng, base, fl.PTXAS_SEEDS, (b"ptxas info    : ", b"'", b"\n"), 4)
+        cu = rng.choice(PTXAS_CU).read_bytes() if rng.random() < 0.3 else None
+        return data, lambda: fl.check_ptxas(data, cu=cu, tmpdir=tmp)
+    if target == "config":
+        seeds = fl.TOML_SEEDS
+        data = _mut(rng, rng.choice(seeds), seeds,
+                    (b"[tool.cudalint]\n", b" = ", b"\"", b"[", b"]", b"{", b"}", b"nan",
+                     b"inf", b"-1", b"99999999999999999999999", b"\n", b"'''", b"#",
+                     b"arch = \"sm_0\"\n", b"block-size = [1024, 1024]\n",
+                     b"defines = { N = 99999999999999999999999 }\n", b"select = [\"\"]\n",
+                     b"occupancy-threshold = 100\n", b"per-file-ignores = { \"[\" = [] }\n"),
+                    4)
+        name = rng.choice(["pyproject.toml", "cudalint.toml", ".cudalint.toml"])
+        return data, lambda: fl.check_config(data, name, Path(tempfile.mkdtemp(dir=tmp)))
+    if target == "fix_cuda":
+        base = fl.gen_kernel(rng).encode() if rng.random() < 0.4 else rng.choice(fl.CUDA_SEEDS)
+        data = _mut(rng, base, fl.CUDA_SEEDS, fl.CUDA_SNIPPETS)
+        return data, lambda: fl.check_fix(data, "cuda")
+    if target == "fix_python":
+        base = fl.gen_python(rng, fl.gen_kernel(rng)).encode() if rng.random() < 0.5 \
+            else rng.choice(fl.PYTHON_SEEDS)
+        data = _mut(rng, base, fl.PYTHON_SEEDS, fl.PY_SNIPPETS + fl.CUDA_SNIPPETS[:60], 4)
+        return data, lambda: fl.check_fix(data, "python")
+    if target in ("build_cmake", "build_toml", "build_setup"):
+        snippets = tuple(w.encode() for w in fl.FLAG_WORDS) + (
+            b"(", b")", b"[[", b"]]", b"[=[", b"]=]", b"#[[", b"\"", b"${", b"}", b"\n", b"$<",
+            b">", b"[", b"]", b"{", b"'''", b'"""', b"=", b",", b"\\")
+        gen, seeds, name = {
+            "build_cmake": (fl.gen_cmake, fl.CMAKE_SEEDS, "CMakeLists.txt"),
+            "build_toml": (fl.gen_build_toml, fl.BUILD_TOML_SEEDS, "pyproject.toml"),
+            "build_setup": (fl.gen_setup, fl.SETUP_SEEDS, "setup.py"),
+        }[target]
+        base = gen(rng).encode() if rng.random() < 0.5 or not seeds else rng.choice(seeds)
+        data = _mut(rng, base, seeds, snippets, 3)
+        return data, lambda: fl.check_build(data, name, Path(tempfile.mkdtemp(dir=tmp)))
+    if target == "cache":
+        data = _mut(rng, CACHE_SEED, [CACHE_SEED], (b"null", b"[]", b"{}", b"1", b"-1",
+                                                    b"1e999", b"NaN", b",", b"\"x\""), 4)
+        return data, lambda: fl.check_cache_entry(data, Path(tempfile.mkdtemp(dir=tmp)))
+    if target == "server":
+        import server_target
+        data = server_target.random_script(rng)
+        return data, lambda: server_target.check_server_script(data)
+    raise SystemExit(f"unknown target {target}")
+
+
+def _cache_seed() -> bytes:
+    from cudalint.cache import Cache
+    tmp = Path(tempfile.mkdtemp(prefix="cudalint-fuzz-"))
+    result = fl.lint_bytes("k.cu", fl.CUDA_SEEDS[0], fl.ALL, "cuda")
+    Cache(tmp).put("0" * 64, result)
+    return (Cache(tmp).dir / f"{'0' * 64}.json").read_bytes()
+
+
+CACHE_SEED = _cache_seed()
+TARGETS = ["cuda", "cuda_text", "python", "ptxas", "config", "fix_cuda", "fix_python",
+           "build_cmake", "build_toml", "build_setup", "cache"]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=25.0)
+    ap.add_argument("--targets", default=",".join(TARGETS + (
+        ["server"] if _has_server() else [])))
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--out", default="/tmp/cudalint-fuzz")
+    ap.add_argument("--slow", type=float, default=30.0, help="seconds: record as a hang")
+    ap.add_argument("--stats", default=None, help="write the counts as JSON here")
+    args = ap.parse_args(argv)
+    targets = args.targets.split(",")
+    seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+    rng = random.Random(seed)
+    out = Path(args.out)
+    tmp_root = Path(tempfile.mkdtemp(prefix="cudalint-fuzz-run-"))
+    end = time.monotonic() + args.minutes * 60
+    runs = {t: 0 for t in targets}
+    fails = {t: 0 for t in targets}
+    seconds = {t: 0.0 for t in targets}
+    slowest = {t: 0.0 for t in targets}
+    seen: set[str] = set()
+    signal.signal(signal.SIGALRM, _alarm)
+    print(f"seed {seed}; {args.minutes} min over {', '.join(targets)}", flush=True)
+    i = 0
+    last_report = time.monotonic()
+    while time.monotonic() < end:
+        target = targets[i % len(targets)]
+        i += 1
+        work = Path(tempfile.mkdtemp(dir=tmp_root))
+        data, run = make(target, rng, work)
+        t0 = time.monotonic()
+        signal.alarm(max(1, int(args.slow * 4)))
+        problem = None
+        try:
+            run()
+        except (Exception, Hang) as exc:  # noqa: BLE001 - every failure is a finding
+            problem = "".join(traceback.format_exception(exc))
+        finally:
+            signal.alarm(0)
+        dt = time.monotonic() - t0
+        seconds[target] += dt
+        slowest[target] = max(slowest[target], dt)
+        runs[target] += 1
+        if problem is None and dt > args.slow:
+            problem = f"slow input: {dt:.1f} s"
+        if problem is not None:
+            fails[target] += 1
+            last = problem.strip().splitlines()[-1]
+            sig = hashlib.sha1(f"{target}:{last[:120]}".encode()).hexdigest()[:10]
+            if sig not in seen:
+                seen.add(sig)
+                d = out / target
+                d.mkdir(parents=True, exist_ok=True)
+                (d / f"{sig}.input").write_bytes(data)
+                (d / f"{sig}.txt").write_text(problem)
+                print(f"[{target}] NEW failure {sig}: {last[:200]}", flush=True)
+        import shutil
+        shutil.rmtree(work, ignore_errors=True)
+        if time.monotonic() - last_report > 60:
+            last_report = time.monotonic()
+            print("  " + ", ".join(f"{t} {runs[t]}" for t in targets), flush=True)
+    print("inputs per target:")
+    for t in targets:
+        print(f"  {t:12s} {runs[t]:7d} inputs  {fails[t]:4d} failing  "
+              f"{seconds[t]:7.1f} s  slowest {slowest[t]:.2f} s")
+    print(f"total {sum(runs.values())} inputs, {len(seen)} distinct failures (seed {seed})")
+    if args.stats:
+        Path(args.stats).write_text(json.dumps({"seed": seed, "runs": runs, "fails": fails,
+                                                "seconds": seconds, "slowest": slowest},
+                                               indent=1))
+    return 1 if seen else 0
+
+
+def _has_server() -> bool:
+    try:
+        import server_target  # noqa: F401
+        return server_target.available()
+    except ImportError:
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())

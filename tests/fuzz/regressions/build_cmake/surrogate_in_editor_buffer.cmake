@@ -1,0 +1,11 @@
+\cmake_minimum_required(VERSION 3.18)
+project(p LANGUAGES CXX CUDA)
+add_executable(t2 k.cu)
+add_compile_options(-ftz=true} é)
+set(CMAKE_CUDA_FLAGS [=[-ftz=true \U0001F6sqrt=false>)
+# ok: CL401
+add_compile_options($<$<COMPILE_LANGUAGE:CUDA>:-ftz=false>)
+00 -fmad ${X}]=])
+if(WIN32)
+set(CMAKE_CUDA_FLAGS "${CMAKE_CUDA_FLAGS} --")
+cuda_add_library(t0 k.cu OPTIONS 	)
