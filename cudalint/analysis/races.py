@@ -29,14 +29,18 @@ with the lanes that execute the call (CL105).
 """
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import is_
 from typing import TYPE_CHECKING, Any
 
 from tree_sitter import Node
 
 from ..consteval import eval_int
-from ..parse import captures, text
+from ..parse import captures
+from ..parse import text as _ts_text
 from .cfg import Group, classify_sync, group_handles
 from .lanes import _struct_types, block_shape, type_size
 
@@ -77,6 +81,101 @@ _LANE_FUNCS = frozenset({"__lane_id", "lane_id", "laneid", "get_lane_id", "__lan
 _INT_TYPES = ("int", "long", "short", "char", "size_t", "unsigned", "signed", "auto",
               "int32_t", "int64_t", "uint32_t", "uint64_t", "index_t", "bool", "uint",
               "dim_t", "int16_t", "uint16_t", "int8_t", "uint8_t")
+
+
+class _Syn:
+    """A tree-sitter node as the block run reads it, with what it asks for memoised:
+    type, byte range, children, fields and text. A run evaluates the same few nodes
+    again and again (every loop iteration, every inlined call); asking tree-sitter each
+    time (a new Node object per call, the text sliced and decoded anew) cost more than
+    the evaluation itself. Only the subset of the Node API the run uses; ``ts`` is the
+    node itself (results hold it, never the mirror)."""
+
+    __slots__ = ("ts", "id", "type", "start_byte", "end_byte", "_named", "_children",
+                 "_fields", "_str")
+
+    def __init__(self, ts: Node):
+        self.ts = ts
+        self.id = ts.id
+        self.type = ts.type
+        self.start_byte = ts.start_byte
+        self.end_byte = ts.end_byte
+        self._named: list[_Syn] | None = None
+        self._children: list[_Syn] | None = None
+        self._fields: dict[str, Any] | None = None
+        self._str: str | None = None
+
+    @property
+    def named_children(self) -> list["_Syn"]:
+        v = self._named
+        if v is None:
+            v = self._named = [_Syn(c) for c in self.ts.named_children]
+        return v
+
+    @property
+    def children(self) -> list["_Syn"]:
+        v = self._children
+        if v is None:
+            v = self._children = [_Syn(c) for c in self.ts.children]
+        return v
+
+    def child_by_field_name(self, name: str) -> "_Syn | None":
+        f = self._fields
+        if f is None:
+            f = self._fields = {}
+        elif name in f:
+            return f[name]
+        c = self.ts.child_by_field_name(name)
+        v = f[name] = _Syn(c) if c is not None else None
+        return v
+
+    def children_by_field_name(self, name: str) -> list["_Syn"]:
+        f = self._fields
+        if f is None:
+            f = self._fields = {}
+        key = "*" + name
+        v = f.get(key)
+        if v is None:
+            v = f[key] = [_Syn(c) for c in self.ts.children_by_field_name(name)]
+        return v
+
+    @property
+    def text(self) -> bytes | None:
+        return self.ts.text
+
+    @property
+    def str(self) -> str:
+        v = self._str
+        if v is None:
+            v = self._str = _ts_text(self.ts)
+        return v
+
+
+def text(node) -> str:
+    """Source text of a mirrored or a plain tree-sitter node."""
+    if node.__class__ is _Syn:
+        return node.str
+    return _ts_text(node)
+
+
+class _UnitMemo:
+    """What every run of every kernel of a unit shares: mirrored bodies, group handles."""
+
+    def __init__(self):
+        self._syntax: dict[int, _Syn] = {}
+        self._groups: dict[int, dict[str, Group]] = {}
+
+    def syntax(self, body: Node) -> _Syn:
+        s = self._syntax.get(body.id)
+        if s is None:
+            s = self._syntax[body.id] = _Syn(body)
+        return s
+
+    def groups(self, body: Node) -> dict[str, Group]:
+        g = self._groups.get(body.id)
+        if g is None:
+            g = self._groups[body.id] = group_handles(body)
+        return g
 
 
 class GiveUp(Exception):
@@ -139,6 +238,46 @@ class RunResult:
     reason: str = ""
 
 
+class _Accesses:
+    """The accesses of one kind (writes or reads) to one ``__shared__`` array since the
+    last block barrier. Logically a map byte address -> {thread: (node, warp events
+    seen, certain, node id)} holding each thread's latest access there (a thread keeps
+    its first place when it accesses again). Only the accesses of the other kind look
+    it up, and most arrays are only written or only read between two barriers: so the
+    accesses are kept as vectors (with the set of their addresses) and folded into the
+    map, in order, only when an access of the other kind shares an address with them."""
+
+    __slots__ = ("pending", "index", "addrs")
+
+    def __init__(self):
+        self.pending: list[tuple] = []
+        self.index: dict[int, dict[int, tuple]] = {}
+        self.addrs: set[int] = set()
+
+    def add(self, node: Node, node_id: int, idx: list[int], addrs: list[int],
+            unsure: frozenset | None, events: dict[int, int]) -> None:
+        self.pending.append((node, node_id, idx, addrs, unsure, events))
+        self.addrs.update(addrs)
+
+    def fold(self, warp_of: list[int]) -> dict[int, dict[int, tuple]]:
+        index = self.index
+        for node, node_id, idx, addrs, unsure, events in self.pending:
+            entries: dict[tuple[int, bool], tuple] = {}
+            for i, a in zip(idx, addrs):
+                w = warp_of[i]
+                certain = not (unsure and i in unsure)
+                e = entries.get((w, certain))
+                if e is None:
+                    e = entries[(w, certain)] = (node, events.get(w, 0), certain, node_id)
+                at = index.get(a)
+                if at is None:
+                    index[a] = {i: e}
+                else:
+                    at[i] = e
+        self.pending.clear()
+        return index
+
+
 class _Frame:
     def __init__(self):
         self.ret = 0
@@ -150,8 +289,10 @@ class BlockRun:
     """One execution of a kernel for one block shape and one sample."""
 
     def __init__(self, ctx: "UnitContext", fn: "Function", block: tuple[int, int, int],
-                 sample: tuple[int, int, int], structs, functions, shared_globals):
+                 sample: tuple[int, int, int], structs, functions, shared_globals,
+                 memo: "_UnitMemo | None" = None):
         self.ctx, self.fn = ctx, fn
+        self.memo = memo if memo is not None else _UnitMemo()
         self.block = block
         self.param_value, self.block_idx, self.grid_dim = sample
         self.structs = structs
@@ -182,19 +323,22 @@ class BlockRun:
         self.frames: list[_Frame] = []
         self.steps = 0
         self.budget = min(STEP_BUDGET, max(300, THREAD_STEPS // max(1, n)))
-        self.log: dict[tuple[str, int], tuple[dict, dict]] = {}
+        # array key -> (writes, reads) since the last block barrier (see _Accesses)
+        self.log: dict[str, tuple[_Accesses, _Accesses]] = {}
         self.events: dict[int, list[int]] = {}
+        self._event_counts: dict[int, int] | None = None     # len of each events list
         self.result = RunResult()
         self.groups: dict[str, Group] = {}
         self.depth = 0
+        self._bits: dict[int, list[int]] = {}
 
     # ---- driver --------------------------------------------------------------------
     def run(self) -> RunResult:
-        self.groups = group_handles(self.fn.body)
+        self.groups = self.memo.groups(self.fn.body)
         self.frames.append(_Frame())
         self.scopes.append(self._bind_params(self.fn, None))
         try:
-            self.exec_block(self.fn.body, self.full)
+            self.exec_block(self.memo.syntax(self.fn.body), self.full)
         except GiveUp as e:
             self.result.complete = False
             self.result.reason = str(e)
@@ -225,13 +369,21 @@ class BlockRun:
             raise GiveUp("step budget")
 
     # ---- masks & vectors ---------------------------------------------------------------
-    def bits(self, mask: int):
-        i = 0
-        while mask:
-            if mask & 1:
-                yield i
-            mask >>= 1
-            i += 1
+    def bits(self, mask: int) -> list[int]:
+        """Indices of the set bits of ``mask``, ascending (memoised per run: the same
+        few masks come back at every statement)."""
+        idx = self._bits.get(mask)
+        if idx is None:
+            if len(self._bits) > 4096:
+                self._bits.clear()
+            s = bin(mask)[:1:-1]
+            idx = []
+            i = s.find("1")
+            while i >= 0:
+                idx.append(i)
+                i = s.find("1", i + 1)
+            self._bits[mask] = idx
+        return idx
 
     def vec(self, v) -> tuple:
         if isinstance(v, tuple):
@@ -244,16 +396,14 @@ class BlockRun:
             return 0, 0, act
         if isinstance(v, int):
             return (act, 0, 0) if v else (0, act, 0)
-        t = f = u = 0
-        for i in self.bits(act):
-            x = v[i]
-            if x is None:
-                u |= 1 << i
-            elif x:
-                t |= 1 << i
-            else:
-                f |= 1 << i
-        return t, f, u
+        # per-thread truth and unknown-ness as bit masks, built at C speed
+        true = int(bytes(map(bool, reversed(v))).translate(_BIN), 2)
+        if None in v:
+            unknown = int(bytes(map(is_, reversed(v), repeat(None))).translate(_BIN), 2) & act
+        else:
+            unknown = 0
+        true &= act
+        return true, act & ~true & ~unknown, unknown
 
     def merge(self, old, new, act: int):
         """Per thread: ``new`` where active, ``old`` elsewhere (unknown where unsure)."""
@@ -272,8 +422,11 @@ class BlockRun:
             return new
         o, w = self.vec(old), self.vec(new)
         out = list(o)
-        for i in self.bits(act):
-            out[i] = None if unsure >> i & 1 else w[i]
+        for i in self.bits(act & ~unsure if unsure else act):
+            out[i] = w[i]
+        if unsure:
+            for i in self.bits(unsure):
+                out[i] = None
         return tuple(out)
 
     # ---- statements --------------------------------------------------------------------
@@ -429,7 +582,7 @@ class BlockRun:
             frame.loops.pop()
             self.maybe = saved
         caps = captures("(assignment_expression left: (identifier) @a) "
-                        "(update_expression argument: (identifier) @u)", node)
+                        "(update_expression argument: (identifier) @u)", node.ts)
         for ident in caps.get("a", []) + caps.get("u", []):
             name = text(ident)
             for scope in reversed(self.scopes):
@@ -834,36 +987,57 @@ class BlockRun:
             return
         width = type_size(p.elem, self.structs) or 1
         offs = p.offset
-        uncertain = self.maybe | self.ghost
-        vec = offs if isinstance(offs, tuple) else None
-        for i in self.bits(act):
-            a = vec[i] if vec is not None else offs
-            if a is None or a < 0 or (p.size is not None and a + width > p.size):
-                continue
-            key = (p.key, a)
-            slot = self.log.get(key)
-            if slot is None:
-                slot = ({}, {})
-                self.log[key] = slot
-            writers, readers = slot
-            mine_certain = not (uncertain >> i & 1)
-            w = self.warp_of[i]
-            others = readers if is_write else writers
-            for j, (other, evc, cert) in others.items():
-                if j == i:
+        size = p.size
+        array = p.key
+        idx = self.bits(act)
+        # the threads whose access is logged and their byte addresses
+        if isinstance(offs, tuple):
+            addrs = [offs[i] for i in idx]
+            if None in addrs or min(addrs) < 0 or (size is not None and
+                                                   max(addrs) + width > size):
+                keep = [(i, a) for i, a in zip(idx, addrs) if a is not None and a >= 0
+                        and (size is None or a + width <= size)]
+                idx = [i for i, _ in keep]
+                addrs = [a for _, a in keep]
+        else:
+            if offs is None or offs < 0 or (size is not None and offs + width > size):
+                return
+            addrs = [offs] * len(idx)
+        if not idx:
+            return
+        slot = self.log.get(array)
+        if slot is None:
+            slot = self.log[array] = (_Accesses(), _Accesses())
+        mine, others = slot if is_write else (slot[1], slot[0])
+        uncertain = (self.maybe | self.ghost) & act
+        unsure = frozenset(self.bits(uncertain)) if uncertain else None
+        node_id = node.id
+        warp_of = self.warp_of
+        if others.addrs and not others.addrs.isdisjoint(addrs):
+            index = others.fold(warp_of)
+            races = self.result.races
+            for i, a in zip(idx, addrs):
+                if unsure and i in unsure:
+                    continue        # pairs with an uncertain access are never reported
+                at = index.get(a)
+                if not at:
                     continue
-                cross = self.warp_of[j] != w
-                if not cross and self._synced(j, i, evc):
-                    continue
-                if not (cert and mine_certain):
-                    continue
-                k = (other.id, node.id)
-                hit = self.result.races.get(k)
-                if hit is None or (cross and not hit.cross_warp):
-                    self.result.races[k] = Hit(other, node, not is_write, cross,
-                                               (self.tids[j], self.tids[i]), a, p.key)
-            mine = writers if is_write else readers
-            mine[i] = (node, len(self.events.get(w, ())), mine_certain)
+                w = warp_of[i]
+                for j, (other, evc, cert, other_id) in at.items():
+                    if j == i or not cert:
+                        continue
+                    cross = warp_of[j] != w
+                    if not cross and self._synced(j, i, evc):
+                        continue
+                    k = (other_id, node_id)
+                    hit = races.get(k)
+                    if hit is None or (cross and not hit.cross_warp):
+                        races[k] = Hit(other.ts, node.ts, not is_write, cross,
+                                       (self.tids[j], self.tids[i]), a, array)
+        snap = self._event_counts
+        if snap is None:
+            snap = self._event_counts = {w: len(ev) for w, ev in self.events.items()}
+        mine.add(node, node_id, idx, addrs, unsure, snap)
 
     def _synced(self, j: int, i: int, since: int) -> bool:
         both = (1 << i) | (1 << j)
@@ -879,11 +1053,12 @@ class BlockRun:
         if (self.maybe | self.ghost) & live:
             return
         if act != live:
-            self.result.divergent.setdefault(node.id, node)
+            self.result.divergent.setdefault(node.id, node.ts)
 
     def block_barrier(self) -> None:
         self.log.clear()
         self.events.clear()
+        self._event_counts = None
 
     def warp_sync(self, act: int, mask: int | None, size: int | None) -> None:
         for w, wbits in self.warp_bits.items():
@@ -903,6 +1078,7 @@ class BlockRun:
             if mask is not None:
                 groups = [self._lanes_in(g, mask) for g in groups]
             self.events.setdefault(w, []).extend(g for g in groups if g)
+            self._event_counts = None
 
     def _lanes_in(self, bits_: int, mask: int) -> int:
         out = 0
@@ -1009,12 +1185,12 @@ class BlockRun:
         saved_scopes = self.scopes
         saved_groups = self.groups
         self.scopes = [self._bind_params(callee, vals)]
-        self.groups = group_handles(callee.body)
+        self.groups = self.memo.groups(callee.body)
         frame = _Frame()
         self.frames.append(frame)
         self.depth += 1
         try:
-            self.exec_block(callee.body, act)
+            self.exec_block(self.memo.syntax(callee.body), act)
         finally:
             self.depth -= 1
             self.frames.pop()
@@ -1038,7 +1214,7 @@ class BlockRun:
                 self.block_barrier()
             return None
         asm_text = text(node)
-        for out in captures("(gnu_asm_output_operand value: (_) @v)", node).get("v", []):
+        for out in captures("(gnu_asm_output_operand value: (_) @v)", node.ts).get("v", []):
             name = text(_unwrap(out))
             if "%laneid" in asm_text and _unwrap(out).type == "identifier":
                 self.assign(name, tuple(self.lane_of), act)
@@ -1060,7 +1236,7 @@ class BlockRun:
             live = self._lane_set(wbits & ~self.exited)
             named = mask & live
             if arrive != named and node.id not in self.result.masks:
-                self.result.masks[node.id] = MaskHit(node, mask, arrive, live, w)
+                self.result.masks[node.id] = MaskHit(node.ts, mask, arrive, live, w)
 
     def _lane_set(self, bits_: int) -> int:
         out = 0
@@ -1071,6 +1247,9 @@ class BlockRun:
 
 # ---------------------------------------------------------------------------------------
 # helpers
+
+_BIN = bytes.maketrans(b"\x00\x01", b"01")
+
 
 _VECTOR = {"float2": "float", "float3": "float", "float4": "float", "int2": "int",
            "int3": "int", "int4": "int", "uint2": "unsigned", "uint4": "unsigned",
@@ -1199,16 +1378,54 @@ def _scalar_op(op: str, x: int, y: int):
     return None
 
 
+# per-thread operators that C evaluates over whole vectors exactly as _scalar_op does
+# (Python int semantics equal C's for these on the values the run holds)
+_VEC_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "&": operator.and_,
+            "|": operator.or_, "^": operator.xor}
+_VEC_CMP = {"<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge,
+            "==": operator.eq, "!=": operator.ne}
+
+
 def _binop(op: str, a, b):
     if a is None or b is None or isinstance(a, (SPtr, GPtr)) or isinstance(b, (SPtr, GPtr)):
         return None
-    if isinstance(a, int) and isinstance(b, int):
+    a_vec = isinstance(a, tuple)
+    b_vec = isinstance(b, tuple)
+    if not a_vec and not b_vec:
         return _scalar_op(op, a, b)
-    n = len(a) if isinstance(a, tuple) else len(b)
-    va = a if isinstance(a, tuple) else (a,) * n
-    vb = b if isinstance(b, tuple) else (b,) * n
+    if not (a_vec and None in a) and not (b_vec and None in b):
+        fast = _vec_op(op, a, b, a_vec, b_vec)
+        if fast is not None:
+            return fast
+    n = len(a) if a_vec else len(b)
+    va = a if a_vec else (a,) * n
+    vb = b if b_vec else (b,) * n
     return tuple(None if x is None or y is None else _scalar_op(op, x, y)
                  for x, y in zip(va, vb))
+
+
+def _vec_op(op: str, a, b, a_vec: bool, b_vec: bool) -> tuple | None:
+    """``op`` over vectors without unknown elements, at C speed; None when this op or
+    these operands need the per-element path (division by zero, negative division,
+    shifts out of range)."""
+    va = a if a_vec else repeat(a)
+    vb = b if b_vec else repeat(b)
+    f = _VEC_OPS.get(op)
+    if f is not None:
+        return tuple(map(f, va, vb))
+    f = _VEC_CMP.get(op)
+    if f is not None:
+        return tuple(map(int, map(f, va, vb)))
+    if op in ("/", "%"):
+        # C truncates toward zero; Python floors: equal when nothing is negative
+        if (min(a) if a_vec else a) < 0 or (min(b) if b_vec else b) <= 0:
+            return None
+        return tuple(map(operator.floordiv if op == "/" else operator.mod, va, vb))
+    if op in ("<<", ">>"):
+        if (min(b) if b_vec else b) < 0 or (max(b) if b_vec else b) >= 64:
+            return None
+        return tuple(map(operator.lshift if op == "<<" else operator.rshift, va, vb))
+    return None
 
 
 def _unop(op: str, a):
@@ -1220,6 +1437,13 @@ def _unop(op: str, a):
         return None
     if isinstance(a, int):
         return f(a)
+    if None not in a:
+        if op == "-":
+            return tuple(map(operator.neg, a))
+        if op == "~":
+            return tuple(map(operator.invert, a))
+        if op == "!":
+            return tuple(map(int, map(operator.not_, a)))
     return tuple(None if x is None else f(x) for x in a)
 
 
@@ -1232,6 +1456,8 @@ def _minmax(is_min: bool, a, b):
     n = len(a) if isinstance(a, tuple) else len(b)
     va = a if isinstance(a, tuple) else (a,) * n
     vb = b if isinstance(b, tuple) else (b,) * n
+    if None not in va and None not in vb:
+        return tuple(map(pick, va, vb))
     return tuple(None if x is None or y is None else pick(x, y) for x, y in zip(va, vb))
 
 
@@ -1325,6 +1551,7 @@ class RaceAnalysis:
         if not todo:
             return
         structs = _unit_structs(ctx)
+        self._memo = _UnitMemo()
         shared_globals = {}
         for a in ctx.model.shared_arrays:
             if a.function is None:
@@ -1332,6 +1559,7 @@ class RaceAnalysis:
                                                    a.elem_type, tuple(a.dims), a.extern)
         for fn in todo:
             self._kernel(ctx, fn, structs, functions, shared_globals)
+        self._memo = None
 
     def _kernel(self, ctx, fn, structs, functions, shared_globals) -> None:
         shape = block_shape(ctx, fn)
@@ -1350,7 +1578,8 @@ class RaceAnalysis:
             if dims[0] * dims[1] * dims[2] > 1024:
                 return
             for sample in SAMPLES:
-                run = BlockRun(ctx, fn, dims, sample, structs, functions, shared_globals)
+                run = BlockRun(ctx, fn, dims, sample, structs, functions, shared_globals,
+                               self._memo)
                 res = run.run()
                 if not res.complete:
                     self.incomplete[fn.name] = res.reason
