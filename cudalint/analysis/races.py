@@ -164,12 +164,23 @@ class _UnitMemo:
     def __init__(self):
         self._syntax: dict[int, _Syn] = {}
         self._groups: dict[int, dict[str, Group]] = {}
+        self._assigned: dict[int, list[str]] = {}
 
     def syntax(self, body: Node) -> _Syn:
         s = self._syntax.get(body.id)
         if s is None:
             s = self._syntax[body.id] = _Syn(body)
         return s
+
+    def assigned_names(self, node: Node) -> list[str]:
+        """Identifiers assigned or incremented anywhere inside ``node``."""
+        names = self._assigned.get(node.id)
+        if names is None:
+            caps = captures("(assignment_expression left: (identifier) @a) "
+                            "(update_expression argument: (identifier) @u)", node)
+            names = self._assigned[node.id] = [
+                _ts_text(i) for i in caps.get("a", []) + caps.get("u", [])]
+        return names
 
     def groups(self, body: Node) -> dict[str, Group]:
         g = self._groups.get(body.id)
@@ -245,19 +256,36 @@ class _Accesses:
     its first place when it accesses again). Only the accesses of the other kind look
     it up, and most arrays are only written or only read between two barriers: so the
     accesses are kept as vectors (with the set of their addresses) and folded into the
-    map, in order, only when an access of the other kind shares an address with them."""
+    map, in order, only when an access of the other kind shares an address with them.
+    While every address was accessed by one thread only (``owner``: address -> that
+    thread), an access whose threads own the addresses they touch (``s[tid] +=`` in a
+    loop) pairs with nothing, which is decided without the map."""
 
-    __slots__ = ("pending", "index", "addrs")
+    __slots__ = ("pending", "index", "addrs", "owner")
 
     def __init__(self):
         self.pending: list[tuple] = []
         self.index: dict[int, dict[int, tuple]] = {}
         self.addrs: set[int] = set()
+        self.owner: dict[int, int] | None = {}
 
     def add(self, node: Node, node_id: int, idx: list[int], addrs: list[int],
             unsure: frozenset | None, events: dict[int, int]) -> None:
         self.pending.append((node, node_id, idx, addrs, unsure, events))
         self.addrs.update(addrs)
+        owner = self.owner
+        if owner is not None:
+            mine = dict(zip(addrs, idx))
+            if len(mine) == len(addrs) and self.only_own(addrs, idx):
+                owner.update(mine)
+            else:
+                self.owner = None
+
+    def only_own(self, addrs: list[int], idx: list[int]) -> bool:
+        """No address of ``addrs`` was accessed here by a thread other than the one of
+        ``idx`` that accesses it now (False when that is not known)."""
+        owner = self.owner
+        return owner is not None and list(map(owner.get, addrs, idx)) == idx
 
     def fold(self, warp_of: list[int]) -> dict[int, dict[int, tuple]]:
         index = self.index
@@ -581,10 +609,7 @@ class BlockRun:
         finally:
             frame.loops.pop()
             self.maybe = saved
-        caps = captures("(assignment_expression left: (identifier) @a) "
-                        "(update_expression argument: (identifier) @u)", node.ts)
-        for ident in caps.get("a", []) + caps.get("u", []):
-            name = text(ident)
+        for name in self.memo.assigned_names(node.ts):
             for scope in reversed(self.scopes):
                 if name in scope:
                     scope[name] = None
@@ -1013,7 +1038,8 @@ class BlockRun:
         unsure = frozenset(self.bits(uncertain)) if uncertain else None
         node_id = node.id
         warp_of = self.warp_of
-        if others.addrs and not others.addrs.isdisjoint(addrs):
+        if others.addrs and not others.addrs.isdisjoint(addrs) and \
+                not others.only_own(addrs, idx):
             index = others.fold(warp_of)
             races = self.result.races
             for i, a in zip(idx, addrs):
@@ -1386,6 +1412,25 @@ _VEC_CMP = {"<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operato
             "==": operator.eq, "!=": operator.ne}
 
 
+def _vector_scalar(expr: str):
+    """``lambda v, s: per element x of v (None stays None): expr``, one list
+    comprehension (CPython specialises int arithmetic in it; cheaper than map() plus a
+    separate scan for unknown elements)."""
+    return eval(f"lambda v, s: tuple([None if x is None else {expr} for x in v])")  # noqa: S307
+
+
+_ARITH = ("+", "-", "*", "&", "|", "^")
+_COMPARE = ("<", ">", "<=", ">=", "==", "!=")
+# vector op scalar, and scalar op vector, for the operators _scalar_op computes as
+# Python does (no division, no shifts: those check their operands per element)
+_VS = {op: _vector_scalar(f"x {op} s") for op in _ARITH}
+_VS.update({op: _vector_scalar(f"(1 if x {op} s else 0)") for op in _COMPARE})
+_SV = {op: _vector_scalar(f"s {op} x") for op in _ARITH}
+_SV.update({op: _vector_scalar(f"(1 if s {op} x else 0)") for op in _COMPARE})
+# x op s == x for every x (and None stays None): the vector itself
+_IDENTITY = {"+": 0, "-": 0, "|": 0, "^": 0, "*": 1, "<<": 0, ">>": 0}
+
+
 def _binop(op: str, a, b):
     if a is None or b is None or isinstance(a, (SPtr, GPtr)) or isinstance(b, (SPtr, GPtr)):
         return None
@@ -1393,6 +1438,18 @@ def _binop(op: str, a, b):
     b_vec = isinstance(b, tuple)
     if not a_vec and not b_vec:
         return _scalar_op(op, a, b)
+    if not b_vec:
+        if op in _IDENTITY and _IDENTITY[op] == b:
+            return a
+        f = _VS.get(op)
+        if f is not None:
+            return f(a, b)
+    elif not a_vec:
+        if a == 0 and op in ("+", "|", "^") or a == 1 and op == "*":
+            return b
+        f = _SV.get(op)
+        if f is not None:
+            return f(b, a)
     if not (a_vec and None in a) and not (b_vec and None in b):
         fast = _vec_op(op, a, b, a_vec, b_vec)
         if fast is not None:
@@ -1522,6 +1579,42 @@ def _mentions_shared(ctx: "UnitContext", fn: "Function", functions) -> bool:
     return False
 
 
+def _reachable_texts(fn: "Function", functions) -> list[bytes]:
+    """The body texts a run of ``fn`` can execute: its own and those of the unit's
+    device functions it (transitively) names, the ones a run may inline."""
+    texts = [fn.body.text or b""]
+    seen = {fn.name}
+    todo = [texts[0]]
+    while todo:
+        data = todo.pop()
+        for name, f in functions.items():
+            if name in seen or name.encode() not in data:
+                continue
+            seen.add(name)
+            t = f.body.text or b""
+            texts.append(t)
+            todo.append(t)
+    return texts
+
+
+_MASKED = tuple(n.encode() for n in sorted(WARP_INTRINSICS))
+
+
+def _can_report(ctx: "UnitContext", fn: "Function", functions) -> bool:
+    """Whether a run of ``fn`` can find a race or a warp-mask mismatch at all: a race
+    needs a ``__shared__`` address (a shared declaration, or a file-scope shared array
+    named, in code the run may execute), a mismatch a ``*_sync(mask, ...)`` intrinsic or
+    ``__syncwarp``. When neither is there, the run can only tell CL103 which barriers
+    it saw reached by part of the block, and runs only if CL103 asks."""
+    names = [a.name.encode() for a in ctx.model.shared_arrays if a.function is None]
+    for data in _reachable_texts(fn, functions):
+        if b"__shared__" in data or any(n in data for n in names):
+            return True
+        if b"_sync" in data and any(n in data for n in _MASKED):
+            return True
+    return False
+
+
 def _mentions_warp_sync(fn: "Function") -> bool:
     data = fn.body.text if fn.body is not None else b""
     return b"_sync" in (data or b"")
@@ -1535,7 +1628,8 @@ class RaceAnalysis:
         self.races: list[Race] = []
         self.masks: list[MaskMismatch] = []
         # block barriers that every run saw reached by only part of the live threads
-        self.divergent: dict[int, Node] = {}
+        self._divergent: dict[int, Node] = {}
+        self._deferred: list = []
         self.incomplete: dict[str, str] = {}
         kernels = [k for k in ctx.model.kernels if k.body is not None]
         if not kernels:
@@ -1558,8 +1652,23 @@ class RaceAnalysis:
                 shared_globals[a.name] = SharedVar(f"{a.name}@{a.node.start_byte}", a.name,
                                                    a.elem_type, tuple(a.dims), a.extern)
         for fn in todo:
-            self._kernel(ctx, fn, structs, functions, shared_globals)
-        self._memo = None
+            if _can_report(ctx, fn, functions):
+                self._kernel(ctx, fn, structs, functions, shared_globals)
+            else:
+                self._deferred.append((ctx, fn, structs, functions, shared_globals))
+        if not self._deferred:
+            self._memo = None
+
+    @property
+    def divergent(self) -> dict[int, Node]:
+        """Block barriers every run saw reached by only part of the live threads (the
+        kernels that can only tell this run on the first call: CL103 alone asks)."""
+        if self._deferred:
+            deferred, self._deferred = self._deferred, []
+            for args in deferred:
+                self._kernel(*args)
+            self._memo = None
+        return self._divergent
 
     def _kernel(self, ctx, fn, structs, functions, shared_globals) -> None:
         shape = block_shape(ctx, fn)
@@ -1599,7 +1708,7 @@ class RaceAnalysis:
             self.races.append(Race(hit.first, hit.second, hit.first_write, cross[k],
                                    hit.threads, hit.address, hit.array, blocks[0][0],
                                    blocks[0][1], fn))
-        self.divergent.update(divergent or {})
+        self._divergent.update(divergent or {})
         for m in (masks or {}).values():
             self.masks.append(MaskMismatch(m.node, m.mask, m.arrive, m.live, m.warp,
                                            blocks[0][0], fn))
