@@ -6,7 +6,9 @@ Targets are visited round-robin; each input is a seed (fixtures, examples, regre
 or a generated file, put through the mutations of tests/fuzz/fuzzlib.py. Any input that
 breaks a property (an exception, a rule crash reported as CL000, a position outside the
 file, JSON that does not round-trip, a fix that is not idempotent) or runs longer than
-``--slow`` seconds is written to ``<out>/<target>/`` with its traceback; copy it into
+``--slow`` seconds is written to ``<out>/<target>/`` with its traceback (inputs run in a
+worker process: a hang past ``--hang`` seconds or a dead worker is recorded too, and the
+worker restarted); copy it into
 ``tests/fuzz/regressions/<target>/`` once fixed. Prints inputs and failures per target.
 """
 from __future__ import annotations
@@ -15,7 +17,6 @@ import argparse
 import hashlib
 import json
 import random
-import signal
 import sys
 import tempfile
 import time
@@ -30,14 +31,6 @@ MAX_INPUT = 256 * 1024         # bytes: bigger inputs measure speed, not robustn
 PTXAS_CU = sorted(fl.FIXTURES.glob("CL30*/*.cu"))
 
 
-class Hang(BaseException):
-    """Not an Exception: the engine's guard around each rule must not swallow it."""
-
-
-def _alarm(signum, frame):
-    raise Hang("input ran past the hard time limit")
-
-
 def _mut(rng, base, corpus, snippets, max_ops=6):
     scale = 10 if rng.random() < 0.05 else 1
     out = fl.mutate(base, fl.random_ops(rng, max_ops), corpus, snippets, scale)
@@ -45,7 +38,8 @@ def _mut(rng, base, corpus, snippets, max_ops=6):
 
 
 def make(target: str, rng: random.Random, tmp: Path):
-    """(input bytes, callable running the target on them)."""
+    """(input bytes, callable running the target on them). The callable is rebuilt in the
+    worker process from (target, bytes, extra): see :func:`runner`."""
     if target == "cuda":
         base = fl.gen_kernel(rng).encode() if rng.random() < 0.4 else rng.choice(fl.CUDA_SEEDS)
         data = _mut(rng, base, fl.CUDA_SEEDS, fl.CUDA_SNIPPETS)
@@ -127,6 +121,65 @@ TARGETS = ["cuda", "cuda_text", "python", "ptxas", "config", "fix_cuda", "fix_py
            "build_cmake", "build_toml", "build_setup", "cache"]
 
 
+def worker(conn, mem_limit_mb: int) -> None:
+    """Runs inputs the parent names by (target, seed); answers (traceback or None, secs)."""
+    import resource
+    lim = mem_limit_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+    tmp_root = Path(tempfile.mkdtemp(prefix="cudalint-fuzz-run-"))
+    import shutil
+    while True:
+        try:
+            target, seed = conn.recv()
+        except EOFError:
+            return
+        work = Path(tempfile.mkdtemp(dir=tmp_root))
+        problem = None
+        t0 = time.monotonic()
+        try:
+            _, run = make(target, random.Random(seed), work)
+            run()
+        except Exception as exc:  # noqa: BLE001 - every failure is a finding
+            problem = "".join(traceback.format_exception(exc))
+        conn.send((problem, time.monotonic() - t0))
+        shutil.rmtree(work, ignore_errors=True)
+
+
+class Pool:
+    """One worker process, restarted when it hangs or dies."""
+
+    def __init__(self, mem_limit_mb: int):
+        import multiprocessing
+        self.ctx = multiprocessing.get_context("spawn")
+        self.mem = mem_limit_mb
+        self.proc = None
+
+    def start(self) -> None:
+        self.conn, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=worker, args=(child, self.mem), daemon=True)
+        self.proc.start()
+
+    def run(self, target: str, seed: int, limit: float):
+        if self.proc is None or not self.proc.is_alive():
+            self.start()
+        t0 = time.monotonic()
+        self.conn.send((target, seed))
+        if self.conn.poll(limit):
+            try:
+                return self.conn.recv()
+            except EOFError:
+                pass
+            self.proc.join(5)
+            code = self.proc.exitcode
+            self.proc = None
+            return f"worker died (exit code {code}): a crash or out of memory", \
+                time.monotonic() - t0
+        self.proc.kill()
+        self.proc.join(5)
+        self.proc = None
+        return f"hang: no answer in {limit:.0f} s", time.monotonic() - t0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=25.0)
@@ -134,39 +187,31 @@ def main(argv=None) -> int:
         ["server"] if _has_server() else [])))
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--out", default="/tmp/cudalint-fuzz")
-    ap.add_argument("--slow", type=float, default=30.0, help="seconds: record as a hang")
+    ap.add_argument("--slow", type=float, default=30.0, help="seconds: record as slow")
+    ap.add_argument("--hang", type=float, default=180.0, help="seconds: kill, record a hang")
+    ap.add_argument("--memory-mb", type=int, default=4096, help="address space per worker")
     ap.add_argument("--stats", default=None, help="write the counts as JSON here")
     args = ap.parse_args(argv)
     targets = args.targets.split(",")
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     out = Path(args.out)
-    tmp_root = Path(tempfile.mkdtemp(prefix="cudalint-fuzz-run-"))
+    tmp_root = Path(tempfile.mkdtemp(prefix="cudalint-fuzz-gen-"))
     end = time.monotonic() + args.minutes * 60
     runs = {t: 0 for t in targets}
     fails = {t: 0 for t in targets}
     seconds = {t: 0.0 for t in targets}
     slowest = {t: 0.0 for t in targets}
     seen: set[str] = set()
-    signal.signal(signal.SIGALRM, _alarm)
+    pool = Pool(args.memory_mb)
     print(f"seed {seed}; {args.minutes} min over {', '.join(targets)}", flush=True)
     i = 0
     last_report = time.monotonic()
     while time.monotonic() < end:
         target = targets[i % len(targets)]
         i += 1
-        work = Path(tempfile.mkdtemp(dir=tmp_root))
-        data, run = make(target, rng, work)
-        t0 = time.monotonic()
-        signal.alarm(max(1, int(args.slow * 4)))
-        problem = None
-        try:
-            run()
-        except (Exception, Hang) as exc:  # noqa: BLE001 - every failure is a finding
-            problem = "".join(traceback.format_exception(exc))
-        finally:
-            signal.alarm(0)
-        dt = time.monotonic() - t0
+        input_seed = rng.randrange(1 << 62)
+        problem, dt = pool.run(target, input_seed, args.hang)
         seconds[target] += dt
         slowest[target] = max(slowest[target], dt)
         runs[target] += 1
@@ -178,13 +223,12 @@ def main(argv=None) -> int:
             sig = hashlib.sha1(f"{target}:{last[:120]}".encode()).hexdigest()[:10]
             if sig not in seen:
                 seen.add(sig)
+                data, _ = make(target, random.Random(input_seed), tmp_root)
                 d = out / target
                 d.mkdir(parents=True, exist_ok=True)
                 (d / f"{sig}.input").write_bytes(data)
-                (d / f"{sig}.txt").write_text(problem)
+                (d / f"{sig}.txt").write_text(f"input seed {input_seed}\n{problem}")
                 print(f"[{target}] NEW failure {sig}: {last[:200]}", flush=True)
-        import shutil
-        shutil.rmtree(work, ignore_errors=True)
         if time.monotonic() - last_report > 60:
             last_report = time.monotonic()
             print("  " + ", ".join(f"{t} {runs[t]}" for t in targets), flush=True)

@@ -4,8 +4,6 @@
 """
 from __future__ import annotations
 
-import contextlib
-import signal
 from pathlib import Path
 
 import pytest
@@ -14,25 +12,12 @@ import fuzzlib as fl
 
 PTXAS_CU = sorted(fl.FIXTURES.glob("CL30*/*.cu"))
 SLOW_LIMIT_S = 5
+MEMORY_LIMIT = 3 << 30          # bytes of address space for a child lint (a runaway stops)
 
 
-class TooSlow(BaseException):
-    """Raised by the alarm: a BaseException, so no guard around a rule swallows it."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds: int):
-    def alarm(signum, frame):
-        raise TooSlow(f"ran past {seconds} s")
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    except TooSlow as exc:
-        raise AssertionError(str(exc)) from None
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+def _memory_limit() -> None:
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
 def _cases() -> list[Path]:
@@ -69,9 +54,36 @@ def run_regression(path: Path, tmp: Path) -> None:
     elif target == "build_setup":
         fl.check_build(data, "setup.py", tmp)
     elif target == "cuda_slow":
-        # must finish within SLOW_LIMIT_S seconds (a hang found by a long run)
-        with time_limit(SLOW_LIMIT_S):
-            fl.check_cuda(data)
+        # must finish within SLOW_LIMIT_S seconds (a hang found by a long run); in a child
+        # process, since a hang inside a C library cannot be interrupted from Python
+        import subprocess
+        import sys
+        code = ("import sys, time; from cudalint.config import Settings; "
+                "from cudalint.engine import lint_bytes; "
+                "d = open(sys.argv[1], 'rb').read(); t = time.monotonic(); "
+                "lint_bytes('f.cu', d, Settings(select=('ALL',)), 'cuda'); "
+                "sys.exit(4 if time.monotonic() - t > float(sys.argv[2]) else 0)")
+        try:
+            res = subprocess.run([sys.executable, "-c", code, str(path), str(SLOW_LIMIT_S)],
+                                 capture_output=True, timeout=SLOW_LIMIT_S + 20,
+                                 preexec_fn=_memory_limit)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running after {SLOW_LIMIT_S + 20} s") from None
+        assert res.returncode == 0, f"took more than {SLOW_LIMIT_S} s (exit {res.returncode})"
+    elif target == "cuda_crash":
+        # in a child process: a crash of the interpreter (SIGSEGV in a C library) must
+        # not take the test run down with it
+        import subprocess
+        import sys
+        code = ("import sys; from cudalint.config import Settings; "
+                "from cudalint.engine import lint_bytes; "
+                "r = lint_bytes('f.cu', open(sys.argv[1], 'rb').read(), "
+                "Settings(select=('ALL',)), 'cuda'); "
+                "sys.exit(3 if any('internal error' in d.message for d in r.diagnostics) "
+                "else 0)")
+        res = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                             timeout=300, preexec_fn=_memory_limit)
+        assert res.returncode == 0, f"lint exited with {res.returncode}"
     elif target == "server":
         import server_target
         server_target.check_server_script(data)
