@@ -35,6 +35,47 @@ LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
 FUNCTION_LIKE = ("function_definition", "lambda_expression")
 
 
+# Everything the synchronization analyses read from a function body, in one query (a
+# query's cost is the walk of the body, whatever its patterns): BodyQueries runs it at
+# most once per body and unit; each capture list equals that of a query of its own.
+BODY_QUERY = """
+(declaration) @declaration
+(call_expression) @call
+(gnu_asm_expression) @asm
+(return_statement) @return
+(break_statement) @break
+(continue_statement) @continue
+(init_declarator declarator: (_) @init_name value: (_) @init_value)
+(assignment_expression left: (_) @assign_left right: (_) @assign_right)
+(update_expression argument: (_) @update)
+(gnu_asm_output_operand value: (_) @asm_out)
+"""
+Captures = dict[str, list[Node]]
+
+
+class BodyQueries:
+    """Per unit (``ctx.analysis(BodyQueries)``): BODY_QUERY's captures of a function
+    body, and facts derived from them, computed once per body."""
+
+    def __init__(self, ctx=None):
+        self._caps: dict[int, Captures] = {}
+        self._exits: dict[int, list] = {}
+
+    def __call__(self, body: Node) -> Captures:
+        caps = self._caps.get(body.id)
+        if caps is None:
+            caps = self._caps[body.id] = captures(BODY_QUERY, body)
+        return caps
+
+    def exits(self, body: Node) -> list[tuple[str, Node, list["Guard"], Node | None]]:
+        """(kind, statement, control context, owning loop) of every return/break/continue
+        of ``body`` outside nested function-like nodes, in exits_before's order."""
+        out = self._exits.get(body.id)
+        if out is None:
+            out = self._exits[body.id] = _exit_statements(body, self(body))
+        return out
+
+
 @dataclass(frozen=True)
 class Group:
     """A cooperative-groups handle declared in a kernel."""
@@ -50,13 +91,16 @@ class Sync:
     spelling: str        # as written, for messages
 
 
-def group_handles(body: Node | None) -> dict[str, Group]:
+def group_handles(body: Node | None, caps: Captures | None = None) -> dict[str, Group]:
     """Variables holding cooperative groups: ``cg::thread_block b = this_thread_block()``,
-    ``auto t = cg::tiled_partition<32>(b)``, ``thread_block_tile<16> t = ...``."""
+    ``auto t = cg::tiled_partition<32>(b)``, ``thread_block_tile<16> t = ...``.
+    ``caps``: BODY_QUERY's captures of ``body``, when the caller has them."""
     out: dict[str, Group] = {}
     if body is None:
         return out
-    for decl in captures("(declaration) @d", body).get("d", []):
+    decls = caps.get("declaration", []) if caps is not None else \
+        captures("(declaration) @d", body).get("d", [])
+    for decl in decls:
         type_text = text(decl.child_by_field_name("type"))
         for d in decl.children_by_field_name("declarator"):
             value = None
@@ -156,14 +200,19 @@ def _group_sync(node: Node, group: Group | None, spelling: str) -> Sync | None:
     return None
 
 
-def syncs_in(body: Node | None, groups: dict[str, Group] | None = None) -> list[Sync]:
+def syncs_in(body: Node | None, groups: dict[str, Group] | None = None,
+             caps: Captures | None = None) -> list[Sync]:
     """Every barrier in a function body, in source order."""
     if body is None:
         return []
-    groups = group_handles(body) if groups is None else groups
-    caps = captures("(call_expression) @c (gnu_asm_expression) @a", body)
+    groups = group_handles(body, caps) if groups is None else groups
+    if caps is not None:
+        nodes = caps.get("call", []) + caps.get("asm", [])
+    else:
+        found = captures("(call_expression) @c (gnu_asm_expression) @a", body)
+        nodes = found.get("c", []) + found.get("a", [])
     out = []
-    for node in caps.get("c", []) + caps.get("a", []):
+    for node in nodes:
         s = classify_sync(node, groups)
         if s is not None:
             out.append(s)
@@ -230,32 +279,51 @@ class Exit:
     guards: list[Guard] = field(default_factory=list)
 
 
-def exits_before(node: Node, body: Node) -> Iterator[Exit]:
+def exits_before(node: Node, body: Node, queries: BodyQueries | None = None,
+                 guards_of_node: list[Guard] | None = None) -> Iterator[Exit]:
     """``return`` statements that can run before ``node`` on some path (lexically before
     it, or anywhere in a loop that encloses it), and ``break``/``continue`` of the loops
-    that enclose it."""
-    loops = [g.node for g in control_context(node, body) if g.kind == "loop"]
-    caps = captures("(return_statement) @r (break_statement) @b (continue_statement) @c",
-                    body)
-    for kind, key in (("return", "r"), ("break", "b"), ("continue", "c")):
-        for stmt in caps.get(key, []):
-            if stmt.id == node.id:
+    that enclose it. ``queries``: the unit's BodyQueries (the statements and their
+    contexts are then read once per body); ``guards_of_node``: control_context(node)."""
+    if guards_of_node is None:
+        guards_of_node = control_context(node, body)
+    loops = [g.node for g in guards_of_node if g.kind == "loop"]
+    statements = queries.exits(body) if queries is not None else \
+        _exit_statements(body, None)
+    for kind, stmt, guards, owner in statements:
+        if stmt.id == node.id:
+            continue
+        if kind == "return":
+            before = stmt.start_byte < node.start_byte
+            in_loop = any(_within(stmt, lp) for lp in loops)
+            if not (before or in_loop):
                 continue
+        else:
+            if owner is None or not any(owner.id == lp.id for lp in loops):
+                continue
+            # the guards that matter are those between the loop and the statement
+            guards = [g for g in guards if _within(g.node, owner) and g.node.id != owner.id]
+        yield Exit(stmt, kind, guards)
+
+
+def _exit_statements(body: Node, caps: Captures | None):
+    """(kind, statement, control context, owning loop or None) of the return, break and
+    continue statements of ``body`` (returns, then breaks, then continues, each in
+    source order), less those inside a nested function-like node (opaque)."""
+    if caps is None:
+        found = captures("(return_statement) @r (break_statement) @b "
+                         "(continue_statement) @c", body)
+        caps = {"return": found.get("r", []), "break": found.get("b", []),
+                "continue": found.get("c", [])}
+    out = []
+    for kind in ("return", "break", "continue"):
+        for stmt in caps.get(kind, []):
             guards = control_context(stmt, body)
             if any(g.kind == "opaque" for g in guards):
                 continue
-            if kind == "return":
-                before = stmt.start_byte < node.start_byte
-                in_loop = any(_within(stmt, lp) for lp in loops)
-                if not (before or in_loop):
-                    continue
-            else:
-                owner = _owning_loop(stmt, body)
-                if owner is None or not any(owner.id == lp.id for lp in loops):
-                    continue
-                # the guards that matter are those between the loop and the statement
-                guards = [g for g in guards if _within(g.node, owner) and g.node.id != owner.id]
-            yield Exit(stmt, kind, guards)
+            owner = _owning_loop(stmt, body) if kind != "return" else None
+            out.append((kind, stmt, guards, owner))
+    return out
 
 
 def _owning_loop(stmt: Node, body: Node) -> Node | None:

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
-from ..parse import captures, text
-from .cfg import FUNCTION_LIKE, LOOPS
+from ..parse import text
+from .cfg import FUNCTION_LIKE, LOOPS, BodyQueries
 
 if TYPE_CHECKING:
     from ..context import UnitContext
@@ -49,7 +49,8 @@ _LANE_ASM = ("%laneid", "%tid", "%warpid", "%lanemask")
 
 
 class FunctionDependence:
-    def __init__(self, fn: "Function", unit_functions: dict[str, "Function"] | None = None):
+    def __init__(self, fn: "Function", unit_functions: dict[str, "Function"] | None = None,
+                 queries: BodyQueries | None = None, calls: dict | None = None):
         self.fn = fn
         self.body = fn.body
         self.varying: dict[str, str] = {}      # local name -> why it varies
@@ -57,6 +58,10 @@ class FunctionDependence:
         self._stack: set[str] = set()
         self._decls: dict = {}
         self._pointers: set[str] = set()
+        # BODY_QUERY captures per body, and what a callee's returns make vary, keyed by
+        # (callee, callees being solved): shared by every function of the unit
+        self._queries = queries if queries is not None else BodyQueries()
+        self._calls = calls if calls is not None else {}
         if self.body is not None:
             self._solve()
 
@@ -130,28 +135,41 @@ class FunctionDependence:
         args = node.child_by_field_name("arguments")
         defs = self._functions.get(short)
         if defs is not None and defs.body is not None and short not in self._stack:
-            self._stack.add(short)
-            try:
-                returns = captures("(return_statement) @r", defs.body).get("r", [])
-                inner = FunctionDependence.__new__(FunctionDependence)
-                inner.fn, inner.body, inner._functions = defs, defs.body, self._functions
-                inner.varying = {}
-                inner._stack = self._stack
-                inner._decls = {}
-                inner._pointers = set()
-                inner._solve()
-                for r in returns:
-                    expr = r.named_children[0] if r.named_children else None
-                    why = inner.reason(expr)
-                    if why is not None:
-                        return f"{short}() ({why})"
-            finally:
-                self._stack.discard(short)
+            # the callee's verdict depends only on it and on the callees being solved
+            key = (short, frozenset(self._stack))
+            if key in self._calls:
+                found = self._calls[key]
+            else:
+                found = self._calls[key] = self._callee_reason(short, defs)
+            if found is not None:
+                return found
         if args is not None:
             for a in args.named_children:
                 r = self.reason(a)
                 if r is not None:
                     return r
+        return None
+
+    def _callee_reason(self, short: str, defs: "Function") -> str | None:
+        self._stack.add(short)
+        try:
+            returns = self._queries(defs.body).get("return", [])
+            inner = FunctionDependence.__new__(FunctionDependence)
+            inner.fn, inner.body, inner._functions = defs, defs.body, self._functions
+            inner.varying = {}
+            inner._stack = self._stack
+            inner._decls = {}
+            inner._pointers = set()
+            inner._queries = self._queries
+            inner._calls = self._calls
+            inner._solve()
+            for r in returns:
+                expr = r.named_children[0] if r.named_children else None
+                why = inner.reason(expr)
+                if why is not None:
+                    return f"{short}() ({why})"
+        finally:
+            self._stack.discard(short)
         return None
 
     # -- locals -----------------------------------------------------------------------
@@ -162,7 +180,7 @@ class FunctionDependence:
         """Local declarations by name: (scope start, scope end, declared at, key, shared).
         A use refers to the innermost declaration whose scope holds it."""
         self._decls: dict[str, list[tuple[int, int, int, str, bool, Node]]] = {}
-        for decl in captures("(declaration) @d", self.body).get("d", []):
+        for decl in self._queries(self.body).get("declaration", []):
             scope = decl.parent
             if scope is None:
                 continue
@@ -183,6 +201,13 @@ class FunctionDependence:
 
     def _key(self, ident: Node) -> tuple[str, bool, Node | None]:
         """(variable key, is __shared__, declaring scope) of an identifier use."""
+        memo = self.__dict__.setdefault("_key_memo", {})
+        found = memo.get(ident.id)
+        if found is None:
+            found = memo[ident.id] = self._find_key(ident)
+        return found
+
+    def _find_key(self, ident: Node) -> tuple[str, bool, Node | None]:
         name = text(ident)
         best = None
         for entry in self._decls.get(name, ()):
@@ -197,12 +222,7 @@ class FunctionDependence:
     def _solve(self) -> None:
         body = self.body
         self._declarations()
-        caps = captures("""
-            (init_declarator declarator: (_) @n value: (_) @v)
-            (assignment_expression left: (_) @l right: (_) @r)
-            (update_expression argument: (_) @u)
-            (gnu_asm_output_operand value: (_) @asm)
-            """, body)
+        caps = self._queries(body)
         writes: list[tuple[str, Node | None, Node, Node | None]] = []
 
         def add(target: Node, value: Node | None) -> None:
@@ -217,13 +237,13 @@ class FunctionDependence:
                 return          # a store through a pointer changes memory, not the pointer
             writes.append((key, value, target, scope))
 
-        for n, v in zip(caps.get("n", []), caps.get("v", [])):
+        for n, v in zip(caps.get("init_name", []), caps.get("init_value", [])):
             add(n, v)
-        for l, r in zip(caps.get("l", []), caps.get("r", [])):
+        for l, r in zip(caps.get("assign_left", []), caps.get("assign_right", [])):
             add(l, r)
-        for u in caps.get("u", []):
+        for u in caps.get("update", []):
             add(u, None)
-        for a in caps.get("asm", []):
+        for a in caps.get("asm_out", []):
             asm = a.parent.parent if a.parent is not None else None
             if any(k in text(asm) for k in _LANE_ASM):
                 ident = _base_ident(a)
@@ -297,11 +317,13 @@ class ThreadDependence:
         self.ctx = ctx
         self._by_fn: dict[int, FunctionDependence] = {}
         self._functions = {f.name: f for f in ctx.model.device_functions}
+        self._queries = ctx.analysis(BodyQueries)
+        self._calls: dict = {}
 
     def of(self, fn: "Function") -> FunctionDependence:
         dep = self._by_fn.get(fn.node.id)
         if dep is None:
-            dep = FunctionDependence(fn, self._functions)
+            dep = FunctionDependence(fn, self._functions, self._queries, self._calls)
             self._by_fn[fn.node.id] = dep
         return dep
 

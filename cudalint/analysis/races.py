@@ -41,7 +41,7 @@ from tree_sitter import Node
 from ..consteval import eval_int
 from ..parse import captures
 from ..parse import text as _ts_text
-from .cfg import Group, classify_sync, group_handles
+from .cfg import BodyQueries, Group, classify_sync, group_handles
 from .lanes import _struct_types, block_shape, type_size
 
 if TYPE_CHECKING:
@@ -161,7 +161,8 @@ def text(node) -> str:
 class _UnitMemo:
     """What every run of every kernel of a unit shares: mirrored bodies, group handles."""
 
-    def __init__(self):
+    def __init__(self, queries: BodyQueries | None = None):
+        self._queries = queries
         self._syntax: dict[int, _Syn] = {}
         self._groups: dict[int, dict[str, Group]] = {}
         self._assigned: dict[int, list[str]] = {}
@@ -185,7 +186,8 @@ class _UnitMemo:
     def groups(self, body: Node) -> dict[str, Group]:
         g = self._groups.get(body.id)
         if g is None:
-            g = self._groups[body.id] = group_handles(body)
+            caps = self._queries(body) if self._queries is not None else None
+            g = self._groups[body.id] = group_handles(body, caps)
         return g
 
 
@@ -1645,7 +1647,7 @@ class RaceAnalysis:
         if not todo:
             return
         structs = _unit_structs(ctx)
-        self._memo = _UnitMemo()
+        self._memo = _UnitMemo(ctx.analysis(BodyQueries))
         shared_globals = {}
         for a in ctx.model.shared_arrays:
             if a.function is None:

@@ -1,4 +1,5 @@
-from cudalint.analysis.cfg import control_context, exits_before, group_handles, syncs_in
+from cudalint.analysis.cfg import (BodyQueries, control_context, exits_before, group_handles,
+                                   syncs_in)
 from cudalint.analysis.divergence import ThreadDependence
 from cudalint.analysis.preproc import not_for_modern_cuda
 from cudalint.analysis.races import RaceAnalysis
@@ -55,22 +56,24 @@ class DivergentBarrier(Rule):
         if b"sync" not in data and b"bar." not in data:
             return
         deps = ctx.analysis(ThreadDependence)
+        queries = ctx.analysis(BodyQueries)
         for fn in ctx.model.functions:
             if not fn.is_device or fn.body is None:
                 continue
             body_text = fn.body.text or b""
             if b"sync" not in body_text and b"bar." not in body_text:
                 continue
-            groups = group_handles(fn.body)
-            syncs = [s for s in syncs_in(fn.body, groups) if s.kind == "block"]
+            caps = queries(fn.body)
+            groups = group_handles(fn.body, caps)
+            syncs = [s for s in syncs_in(fn.body, groups, caps) if s.kind == "block"]
             if not syncs:
                 continue
-            dep = deps.of(fn)
+            dep = _Lazy(deps, fn)
             for sync in syncs:
                 if not_for_modern_cuda(sync.node):
                     continue
                 why = _divergence(sync.node, fn.body, dep, lambda: ctx.analysis(
-                    RaceAnalysis).divergent)
+                    RaceAnalysis).divergent, queries)
                 if why is None:
                     continue
                 yield Finding.at(
@@ -82,11 +85,24 @@ class DivergentBarrier(Rule):
                              "function": fn.name})
 
 
+class _Lazy:
+    """A function's thread dependence, solved on the first question (a barrier with no
+    condition above it and no early exit before it asks none)."""
+
+    def __init__(self, deps, fn):
+        self._deps, self._fn, self._dep = deps, fn, None
+
+    def reason(self, node):
+        if self._dep is None:
+            self._dep = self._deps.of(self._fn)
+        return self._dep.reason(node)
+
+
 def _line(node) -> int:
     return node.start_point[0] + 1
 
 
-def _divergence(node, body, dep, executed) -> str | None:
+def _divergence(node, body, dep, executed, queries=None) -> str | None:
     """Why ``node`` is not reached by every thread, or None. Branches and early returns
     on thread-dependent conditions are decided statically (the programming model forbids
     them whatever the sizes); a loop's trip count and early `break`s only when running
@@ -114,7 +130,7 @@ def _divergence(node, body, dep, executed) -> str | None:
         if g.kind == "switch":
             return f"is inside a `switch ({cond})` on a thread-dependent value"
         return f"is evaluated only by threads where `{cond}` (line {_line(g.node)})"
-    for ex in exits_before(node, body):
+    for ex in exits_before(node, body, queries, guards):
         for g in ex.guards:
             if g.condition is None or g.kind == "opaque":
                 continue
