@@ -32,6 +32,7 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import repeat
 from operator import is_
 from typing import TYPE_CHECKING, Any
@@ -91,19 +92,25 @@ class _Syn:
     the evaluation itself. Only the subset of the Node API the run uses; ``ts`` is the
     node itself (results hold it, never the mirror)."""
 
-    __slots__ = ("ts", "id", "type", "start_byte", "end_byte", "_named", "_children",
-                 "_fields", "_str")
+    __slots__ = ("ts", "id", "type", "_named", "_children", "_fields", "_str", "aux")
 
     def __init__(self, ts: Node):
         self.ts = ts
         self.id = ts.id
         self.type = ts.type
-        self.start_byte = ts.start_byte
-        self.end_byte = ts.end_byte
         self._named: list[_Syn] | None = None
         self._children: list[_Syn] | None = None
         self._fields: dict[str, Any] | None = None
         self._str: str | None = None
+        self.aux: tuple | None = None      # the evaluator's decoded form of the node
+
+    @property
+    def start_byte(self) -> int:
+        return self.ts.start_byte
+
+    @property
+    def end_byte(self) -> int:
+        return self.ts.end_byte
 
     @property
     def named_children(self) -> list["_Syn"]:
@@ -712,6 +719,14 @@ class BlockRun:
         if node is None or not act:
             return None
         t = node.type
+        if t == "identifier":                     # the most frequent: inline lookup
+            name = text(node)
+            for scope in reversed(self.scopes):
+                if name in scope:
+                    return scope[name]
+            return self._ident_outside(name)
+        if t == "binary_expression":
+            return self.binary(node, act)
         if t == "number_literal":
             return _int_literal(text(node))
         if t in ("true", "false"):
@@ -799,6 +814,10 @@ class BlockRun:
         found, v = self.lookup(name)
         if found:
             return v
+        return self._ident_outside(name)
+
+    def _ident_outside(self, name: str):
+        """A name no scope of the run holds: shared, warpSize, or a constant."""
         var = self.shared.get(name)
         if var is not None:
             return self._shared_value(var)
@@ -809,10 +828,12 @@ class BlockRun:
         return None
 
     def field(self, node: Node, act: int):
-        arg = node.child_by_field_name("argument")
-        comp = text(node.child_by_field_name("field"))
-        op = text(node.child_by_field_name("operator"))
-        base = text(arg)
+        aux = node.aux
+        if aux is None:
+            arg = node.child_by_field_name("argument")
+            aux = node.aux = (arg, text(node.child_by_field_name("field")),
+                              text(node.child_by_field_name("operator")), text(arg))
+        arg, comp, op, base = aux
         if op == "." and base in ("threadIdx", "blockDim", "blockIdx", "gridDim"):
             axis = "xyz".find(comp)
             if axis < 0:
@@ -828,9 +849,12 @@ class BlockRun:
         return self.load(node, act)
 
     def binary(self, node: Node, act: int):
-        op = text(node.child_by_field_name("operator"))
-        left = node.child_by_field_name("left")
-        right = node.child_by_field_name("right")
+        aux = node.aux
+        if aux is None:
+            aux = node.aux = (text(node.child_by_field_name("operator")),
+                              node.child_by_field_name("left"),
+                              node.child_by_field_name("right"))
+        op, left, right = aux
         a = self.eval(left, act)
         if op in ("&&", "||"):
             tm, fm, um = self.split(a, act)
@@ -907,9 +931,12 @@ class BlockRun:
         return new if prefix else old
 
     def assignment(self, node: Node, act: int):
-        left = node.child_by_field_name("left")
-        right = node.child_by_field_name("right")
-        op = text(node.child_by_field_name("operator"))
+        aux = node.aux
+        if aux is None:
+            aux = node.aux = (node.child_by_field_name("left"),
+                              node.child_by_field_name("right"),
+                              text(node.child_by_field_name("operator")))
+        left, right, op = aux
         value = self.eval(right, act)
         if op != "=":
             old = self.eval(left, act) if left.type != "identifier" else self.ident(left)
@@ -963,11 +990,15 @@ class BlockRun:
         node = _unwrap(node)
         t = node.type
         if t == "subscript_expression":
-            base = self.eval(node.child_by_field_name("argument"), act)
-            idx_list = node.child_by_field_name("indices")
-            idx_nodes = [c for c in idx_list.named_children if c.type != "comment"] \
-                if idx_list is not None else []
-            idx = self.eval(idx_nodes[0], act) if len(idx_nodes) == 1 else None
+            aux = node.aux
+            if aux is None:
+                idx_list = node.child_by_field_name("indices")
+                idx_nodes = [c for c in idx_list.named_children if c.type != "comment"] \
+                    if idx_list is not None else []
+                aux = node.aux = (node.child_by_field_name("argument"),
+                                  idx_nodes[0] if len(idx_nodes) == 1 else None)
+            base = self.eval(aux[0], act)
+            idx = self.eval(aux[1], act) if aux[1] is not None else None
             if isinstance(base, SPtr):
                 return self.ptr_add(base, idx, False)
             return GLOBAL if isinstance(base, GPtr) else None
@@ -1345,6 +1376,7 @@ def _declarator(d: Node | None, env_int) -> tuple[str, list, bool, bool]:
     return text(cur), list(reversed(dims)), ptr, ref
 
 
+@lru_cache(maxsize=4096)
 def _int_literal(s: str) -> int | None:
     s = s.lower().replace("'", "")
     if any(c in s for c in ".p") or (("e" in s or s.endswith("f")) and not s.startswith("0x")):
