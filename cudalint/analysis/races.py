@@ -161,7 +161,10 @@ class _Syn:
 def text(node) -> str:
     """Source text of a mirrored or a plain tree-sitter node."""
     if node.__class__ is _Syn:
-        return node.str
+        s = node._str
+        if s is None:
+            s = node._str = _ts_text(node.ts)
+        return s
     return _ts_text(node)
 
 
@@ -480,6 +483,16 @@ class BlockRun:
 
     def exec(self, node: Node, act: int) -> int:
         t = node.type
+        if t == "expression_statement":
+            self._step()
+            for c in node.named_children:
+                if c.type != "comment":
+                    self.eval(c, act)
+            return act
+        if t == "declaration":
+            self._step()
+            self.declare(node, act)
+            return act
         if t in ("comment", "preproc_call", "preproc_def", "preproc_function_def",
                  "type_definition", "using_declaration", "alias_declaration",
                  "static_assert_declaration", "empty_statement", "preproc_include",
@@ -627,17 +640,29 @@ class BlockRun:
             self.ghost |= running
         return running
 
+    def _declaration_form(self, node: Node) -> tuple:
+        """(kernel, qualifiers, type text, [(name, dims, pointer, reference, value)]) of a
+        declaration, decoded once per kernel (array sizes use its constants)."""
+        aux = node.aux
+        if aux is None or aux[0] is not self.fn:
+            quals = {text(c) for c in node.children if c.type in (
+                "type_qualifier", "storage_class_specifier")}
+            type_text = text(node.child_by_field_name("type"))
+            items = []
+            for d in node.children_by_field_name("declarator"):
+                value = None
+                if d.type == "init_declarator":
+                    value = d.child_by_field_name("value")
+                    d = d.child_by_field_name("declarator")
+                name, dims, ptr, ref = _declarator(d, self.env_int)
+                items.append((name, dims, ptr, ref, value))
+            aux = node.aux = (self.fn, quals, type_text, items)
+        return aux
+
     def declare(self, node: Node, act: int) -> None:
-        quals = {text(c) for c in node.children if c.type in (
-            "type_qualifier", "storage_class_specifier")}
-        type_text = text(node.child_by_field_name("type"))
+        _, quals, type_text, items = self._declaration_form(node)
         scope = self.scopes[-1]
-        for d in node.children_by_field_name("declarator"):
-            value = None
-            if d.type == "init_declarator":
-                value = d.child_by_field_name("value")
-                d = d.child_by_field_name("declarator")
-            name, dims, ptr, ref = _declarator(d, self.env_int)
+        for name, dims, ptr, ref, value in items:
             if not name:
                 continue
             if "__shared__" in quals:
@@ -1148,11 +1173,15 @@ class BlockRun:
 
     # ---- calls ---------------------------------------------------------------------------
     def call(self, node: Node, act: int):
-        fnode = node.child_by_field_name("function")
-        args_node = node.child_by_field_name("arguments")
-        arg_nodes = [c for c in args_node.named_children if c.type != "comment"] \
-            if args_node is not None else []
-        sync = classify_sync(node, self.groups)
+        aux = node.aux
+        if aux is None or aux[0] is not self.groups:
+            # decoded once per group handles in scope (the barrier kind depends on them)
+            fnode = node.child_by_field_name("function")
+            args_node = node.child_by_field_name("arguments")
+            arg_nodes = [c for c in args_node.named_children if c.type != "comment"] \
+                if args_node is not None else []
+            aux = node.aux = (self.groups, fnode, arg_nodes, classify_sync(node, self.groups))
+        _, fnode, arg_nodes, sync = aux
         if sync is not None:
             vals = [self.eval(a, act) for a in arg_nodes]
             if sync.kind in ("block", "grid", "named"):
