@@ -158,3 +158,81 @@ def test_sync_classification():
     assert kinds == [("block", None), ("named", None), ("block", None), ("warp", 16),
                      ("block", None), ("warp", None), ("block", None)]
     assert classify_sync(fn.body, {}) is None
+
+
+# ---- the block run's fast paths against their per-element definitions ------------------
+
+def _reference_binop(op, a, b):
+    from cudalint.analysis.races import _scalar_op
+    if a is None or b is None:
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        return _scalar_op(op, a, b)
+    n = len(a) if isinstance(a, tuple) else len(b)
+    va = a if isinstance(a, tuple) else (a,) * n
+    vb = b if isinstance(b, tuple) else (b,) * n
+    return tuple(None if x is None or y is None else _scalar_op(op, x, y)
+                 for x, y in zip(va, vb))
+
+
+def test_vector_ops_equal_per_element_definition():
+    import random
+
+    from cudalint.analysis.races import _binop, _minmax, _unop
+    rnd = random.Random(7)
+    special = [0, 1, -1, 2, 31, 32, 63, 64, 65, -64, 1000]
+
+    def value():
+        k = rnd.random()
+        if k < 0.3:
+            return rnd.choice(special)
+        if k < 0.35:
+            return None
+        return tuple(rnd.choice([None] + special) if rnd.random() < 0.2
+                     else rnd.randint(-70, 70) for _ in range(8))
+
+    ops = ["+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "<", ">", "<=", ">=",
+           "==", "!=", "&&", "||"]
+    for _ in range(20000):
+        op, a, b = rnd.choice(ops), value(), value()
+        got, want = _binop(op, a, b), _reference_binop(op, a, b)
+        assert got == want, (op, a, b)
+        if isinstance(want, tuple):      # ints stay ints (a bool would print as true)
+            assert [type(x) for x in got] == [type(x) for x in want], (op, a, b)
+    for _ in range(2000):
+        a = value()
+        for op in ("-", "~", "!"):
+            want = None if a is None else (
+                {"-": lambda x: -x, "~": lambda x: ~x, "!": lambda x: int(not x)}[op](a)
+                if isinstance(a, int) else tuple(
+                    None if x is None else {"-": -x, "~": ~x, "!": int(not x)}[op]
+                    for x in a))
+            assert _unop(op, a) == want
+        b = value()
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            ref = _reference_binop("<", a, b)
+            pick = None if ref is None else tuple(
+                None if r is None else (x if r else y) for r, x, y in zip(
+                    ref, a if isinstance(a, tuple) else (a,) * 8,
+                    b if isinstance(b, tuple) else (b,) * 8))
+            assert _minmax(True, a, b) == pick
+
+
+def test_condition_split_and_bit_indices():
+    import random
+
+    from cudalint.analysis.races import BlockRun
+    run = BlockRun.__new__(BlockRun)
+    run._bits = {}
+    rnd = random.Random(3)
+    for n in (1, 5, 32, 100):
+        for _ in range(200):
+            v = tuple(rnd.choice([None, 0, 1, 2, -1]) for _ in range(n))
+            act = rnd.getrandbits(n)
+            t, f, u = run.split(v, act)
+            assert run.bits(act) == [i for i in range(n) if act >> i & 1]
+            for i in range(n):
+                bit = 1 << i
+                want = (0, 0, 0) if not act & bit else (
+                    (0, 0, bit) if v[i] is None else (bit, 0, 0) if v[i] else (0, bit, 0))
+                assert (t & bit, f & bit, u & bit) == want

@@ -26,6 +26,13 @@ known) finds it.
 
 At each ``*_sync(mask, ...)`` warp intrinsic the run also compares the constant mask
 with the lanes that execute the call (CL105).
+
+Cost (bench/rule_speed.py): per-thread values are tuples handled at C speed (list
+comprehensions and map() over whole vectors, masks from bit strings, memoised bit
+indices); the syntax is read through a memoised mirror (:class:`_Syn`) with each node's
+operands decoded once; the shared-memory log keeps accesses as vectors and builds its
+address map only when accesses of the other kind share an address with another thread;
+kernels that can only tell CL103 about divergent barriers run only if CL103 asks.
 """
 from __future__ import annotations
 
