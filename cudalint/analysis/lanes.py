@@ -834,6 +834,8 @@ def _binop(op: str, a: tuple, b: tuple, node: Node) -> tuple:
         if op == "%":
             return tuple(x - y * _cdiv(x, y) for x, y in zip(a, b))
         if op == "<<":
+            if any(not 0 <= y < 64 for y in b):
+                raise Opaque(node)      # undefined in C; a huge Python int (MemoryError)
             return tuple(x << y for x, y in zip(a, b))
         if op == ">>":
             return tuple(x >> y for x, y in zip(a, b))
