@@ -552,13 +552,16 @@ class BlockRun:
         raise GiveUp(f"statement {t}")
 
     def exec_if(self, node: Node, act: int) -> int:
-        cond = node.child_by_field_name("condition")
-        v = self.eval(_unwrap(cond), act)
+        aux = node.aux
+        if aux is None:
+            alt = node.child_by_field_name("alternative")
+            if alt is not None and alt.type == "else_clause":
+                alt = next((c for c in alt.named_children if c.type != "comment"), None)
+            aux = node.aux = (_unwrap(node.child_by_field_name("condition")),
+                              node.child_by_field_name("consequence"), alt)
+        cond, cons, alt = aux
+        v = self.eval(cond, act)
         tm, fm, um = self.split(v, act)
-        cons = node.child_by_field_name("consequence")
-        alt = node.child_by_field_name("alternative")
-        if alt is not None and alt.type == "else_clause":
-            alt = next((c for c in alt.named_children if c.type != "comment"), None)
         saved = self.maybe
         self.maybe |= um
         try:
@@ -579,16 +582,18 @@ class BlockRun:
         self.scopes.append({})
         frame = self.frames[-1]
         try:
-            if t == "for_statement":
-                init = node.child_by_field_name("initializer")
-                if init is not None:
-                    if init.type == "declaration":
-                        self.declare(init, act)
-                    else:
-                        self.eval(init, act)
-            cond = node.child_by_field_name("condition")
-            update = node.child_by_field_name("update")
-            body = node.child_by_field_name("body")
+            aux = node.aux
+            if aux is None:
+                aux = node.aux = (
+                    node.child_by_field_name("initializer") if t == "for_statement" else None,
+                    node.child_by_field_name("condition"),
+                    node.child_by_field_name("update"), node.child_by_field_name("body"))
+            init, cond, update, body = aux
+            if init is not None:
+                if init.type == "declaration":
+                    self.declare(init, act)
+                else:
+                    self.eval(init, act)
             running = act
             done = 0
             first = True
@@ -780,9 +785,11 @@ class BlockRun:
         if t == "binary_expression":
             return self.binary(node, act)
         if t == "unary_expression":
-            op = text(node.child_by_field_name("operator"))
-            a = self.eval(node.child_by_field_name("argument"), act)
-            return _unop(op, a)
+            aux = node.aux
+            if aux is None:
+                aux = node.aux = (text(node.child_by_field_name("operator")),
+                                  node.child_by_field_name("argument"))
+            return _unop(aux[0], self.eval(aux[1], act))
         if t == "update_expression":
             return self.update(node, act)
         if t == "assignment_expression":
@@ -810,9 +817,11 @@ class BlockRun:
             va, vb = self.vec(a), self.vec(b)
             return tuple(va[i] if tm >> i & 1 else vb[i] for i in range(self.n))
         if t == "cast_expression":
-            ty = text(node.child_by_field_name("type"))
-            v = self.eval(node.child_by_field_name("value"), act)
-            return self.cast(ty, v)
+            aux = node.aux
+            if aux is None:
+                aux = node.aux = (text(node.child_by_field_name("type")),
+                                  node.child_by_field_name("value"))
+            return self.cast(aux[0], self.eval(aux[1], act))
         if t == "call_expression":
             return self.call(node, act)
         if t in ("subscript_expression", "pointer_expression"):
@@ -953,13 +962,16 @@ class BlockRun:
         return None
 
     def update(self, node: Node, act: int):
-        arg = node.child_by_field_name("argument")
-        op = text(node.child_by_field_name("operator"))
+        aux = node.aux
+        if aux is None:
+            aux = node.aux = (node.child_by_field_name("argument"),
+                              text(node.child_by_field_name("operator")),
+                              bool(node.children and node.children[0].type in ("++", "--")))
+        arg, op, prefix = aux
         old = self.eval(arg, act) if arg.type != "identifier" else self.ident(arg)
         new = _binop("+" if op == "++" else "-", old, 1) if not isinstance(old, SPtr) \
             else self.ptr_add(old, 1, op == "--")
         self.store(arg, new, act, compound=True)
-        prefix = node.children and node.children[0].type in ("++", "--")
         return new if prefix else old
 
     def assignment(self, node: Node, act: int):
@@ -1372,17 +1384,20 @@ def _unwrap(node: Node | None) -> Node | None:
     return node
 
 
+@lru_cache(maxsize=4096)
 def _clean(type_text: str) -> str:
     return " ".join(type_text.replace("const", " ").replace("volatile", " ")
                     .replace("__restrict__", " ").replace("struct ", " ").split())
 
 
+@lru_cache(maxsize=4096)
 def _is_int_type(type_text: str) -> bool:
     words = set(re.findall(r"\w+", type_text))
     return bool(words & set(_INT_TYPES)) and not words & {"float", "double", "half",
                                                           "__half", "bfloat16"}
 
 
+@lru_cache(maxsize=4096)
 def _group_type(type_text: str) -> bool:
     return "thread_block" in type_text or "thread_group" in type_text
 
