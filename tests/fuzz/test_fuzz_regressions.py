@@ -11,7 +11,7 @@ import pytest
 import fuzzlib as fl
 
 PTXAS_CU = sorted(fl.FIXTURES.glob("CL30*/*.cu"))
-SLOW_LIMIT_S = 5
+SLOW_LIMIT_S = 3
 MEMORY_LIMIT = 3 << 30          # bytes of address space for a child lint (a runaway stops)
 
 
