@@ -72,8 +72,13 @@ class DivergentBarrier(Rule):
             for sync in syncs:
                 if not_for_modern_cuda(sync.node):
                     continue
-                why = _divergence(sync.node, fn.body, dep, lambda: ctx.analysis(
-                    RaceAnalysis).divergent, queries)
+                try:
+                    why = _divergence(sync.node, fn.body, dep, lambda: ctx.analysis(
+                        RaceAnalysis).divergent, queries)
+                except RecursionError:
+                    # a condition nested deeper than the analysis can follow (thousands
+                    # of terms, machine-made code): undecided, so silent
+                    why = None
                 if why is None:
                     continue
                 yield Finding.at(
