@@ -378,6 +378,7 @@ class BlockRun:
         self.groups: dict[str, Group] = {}
         self.depth = 0
         self._bits: dict[int, list[int]] = {}
+        self._sizes: dict[str, int | None] = {}
 
     # ---- driver --------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -409,6 +410,14 @@ class BlockRun:
             else:
                 scope[p.name] = self.param_value
         return scope
+
+    def _size(self, elem: str) -> int | None:
+        """type_size of an element type under the unit's structs (memoised per run)."""
+        sizes = self._sizes
+        if elem in sizes:
+            return sizes[elem]
+        v = sizes[elem] = type_size(elem, self.structs)
+        return v
 
     def _step(self):
         self.steps += 1
@@ -941,7 +950,7 @@ class BlockRun:
                     p.size)
 
     def _elem_bytes(self, p: SPtr) -> int | None:
-        size = type_size(p.elem, self.structs)
+        size = self._size(p.elem)
         if size is None:
             return None
         for d in p.dims[1:]:
@@ -1087,7 +1096,7 @@ class BlockRun:
     def record(self, p: SPtr, node: Node, is_write: bool, act: int) -> None:
         if p.dims:
             return
-        width = type_size(p.elem, self.structs) or 1
+        width = self._size(p.elem) or 1
         offs = p.offset
         size = p.size
         array = p.key
