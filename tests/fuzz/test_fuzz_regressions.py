@@ -65,10 +65,10 @@ def run_regression(path: Path, tmp: Path) -> None:
                 "sys.exit(4 if time.monotonic() - t > float(sys.argv[2]) else 0)")
         try:
             res = subprocess.run([sys.executable, "-c", code, str(path), str(SLOW_LIMIT_S)],
-                                 capture_output=True, timeout=SLOW_LIMIT_S + 20,
+                                 capture_output=True, timeout=SLOW_LIMIT_S + 10,
                                  preexec_fn=_memory_limit)
         except subprocess.TimeoutExpired:
-            raise AssertionError(f"still running after {SLOW_LIMIT_S + 20} s") from None
+            raise AssertionError(f"still running after {SLOW_LIMIT_S + 10} s") from None
         assert res.returncode == 0, f"took more than {SLOW_LIMIT_S} s (exit {res.returncode})"
     elif target == "cuda_crash":
         # in a child process: a crash of the interpreter (SIGSEGV in a C library) must
