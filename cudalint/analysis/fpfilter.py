@@ -76,10 +76,15 @@ _ANGLE_CHAIN = re.compile(rb"<(?:[^<>;{}]*<){31}")
 _BRACKETS = re.compile(rb"[(){}\[\]]")
 _DIRECTIVE = re.compile(rb"\n[ \t]*#")
 _MINUS = re.compile(rb"-(?<!--)(?![-=>])")
-_DEVICE_WORDS = re.compile(rb"__device__|__global__|constexpr|consteval")
-_FIXED_NAMES = re.compile(
-    rb"(?P<type>double\b(?=\s*[)>(]))|(?P<name>(?:" +
-    b"|".join(sorted((*_FP64_CONSTANTS, *_FP64_CALLS), key=len, reverse=True)) + rb")\b)")
+# __device__ | __global__ | constexpr | consteval, led by a character set (fast scan)
+_DEVICE_WORDS = re.compile(rb"[_c](?:(?<=_)_(?:device|global)__|(?<=c)onste(?:xpr|val))")
+# the fixed FP64 names by first character (10x faster than a plain alternation with
+# look-arounds); hits() checks the whole word
+_FIXED_NAMES = re.compile(rb"[Mdpahfrc](?:_(?:PI_2|PI|E|SQRT2|LN2)|ouble|ow|tan2|ypot|mod|"
+                          rb"emainder|min|max|opysign|dim)\b")
+_PRODUCT_DECL = re.compile(rb"\b[A-Za-z_]\w*\s*(?:=(?!=)|[({])[^;]*\*")
+_CAST_AFTER = re.compile(rb"\s*[)>(]")
+_NOT_CAST_CALL = re.compile(rb"\b(?:sizeof|alignof|decltype|typeid|__alignof__)\s*$")
 _KEEP_HEADER = re.compile(rb"\b(?:auto|decltype|constexpr|consteval)\b")
 _BLANK = bytes(10 if i == 10 else 32 for i in range(256))    # every byte but \n -> space
 _NOT_CODE = frozenset(("comment", "string_literal", "string_content", "char_literal",
@@ -172,12 +177,28 @@ class _Unit:
 
     @cached_property
     def fp64_macros(self) -> set[bytes]:
+        """Macros whose expansion holds an FP64 source: a lone literal (`#define EPS
+        1e-6`), a literal used as an operand or argument, a double conversion, a shim
+        double constant or mixed-overload math name (or another such macro). A literal
+        under a cast (`(float)0.35`) is not one."""
         types = self.double_types
-        fixed = set(_FP64_CONSTANTS) | set(_FP64_CALLS) | types
+        fixed = set(_FP64_CONSTANTS) | set(_FP64_CALLS)
 
         def test(body: bytes) -> bool:
-            return _LITERAL_RE.search(body) is not None or \
-                any(i.group() in fixed for i in _IDENT.finditer(body))
+            if _LITERAL_RE.search(body) is not None:
+                r = body.strip()
+                while r.startswith(b"(") and r.endswith(b")"):
+                    r = r[1:-1].strip()
+                if _LITERAL_RE.fullmatch(r.lstrip(b"+-").strip()):
+                    return True
+                if any(_literal_context(body, m.start(), m.end(), 0) is not None
+                       for m in _LITERAL_RE.finditer(body)):
+                    return True
+            for i in _IDENT.finditer(body):
+                w = i.group()
+                if w in fixed or (w in types and _conversion(body, i.start(), i.end())):
+                    return True
+            return False
         return _closure(self.defs, test)
 
     @cached_property
@@ -210,17 +231,15 @@ class _Unit:
 
     @cached_property
     def name_re(self):
-        """FP64 names: ``double`` and its aliases in cast/template position, the shim's
-        double constants and mixed-overload math names, FP64 macros."""
-        types = self.double_types
-        others = self.fp64_macros
-        if types == {b"double"} and not others:
+        """FP64 names: the shim's double constants and mixed-overload math names,
+        ``double`` and its aliases (kept by :meth:`hits` only in cast or template
+        position), FP64 macros. A fast first-character form for the fixed names."""
+        extra = (self.double_types - {b"double"}) | self.fp64_macros
+        if not extra:
             return _FIXED_NAMES
-        return re.compile(
-            rb"(?P<type>(?:" + b"|".join(map(re.escape, sorted(types))) +
-            rb")\b(?=\s*[)>(]))|(?P<name>(?:" +
-            b"|".join(map(re.escape, sorted({*_FP64_CONSTANTS, *_FP64_CALLS, *others},
-                                            key=len, reverse=True))) + rb")\b)")
+        return re.compile(b"|".join(map(re.escape, sorted(
+            {*_FP64_CONSTANTS, *_FP64_CALLS, *self.double_types, *extra},
+            key=len, reverse=True))) + rb"\b")
 
     @cached_property
     def call_re(self):
@@ -374,13 +393,28 @@ class _Unit:
         double cast, else the name), in order."""
         d = self.data
         hits = [(m.start(), m.end(), None) for m in _LITERAL_RE.finditer(d, s, e)]
-        names = [(m.start(), m.end(), b"type" if m.lastgroup == "type" else m.group())
-                 for m in self.name_re.finditer(d, s, e)]
-        if names:
-            hits += [h for h in names if not (h[0] and (d[h[0] - 1:h[0]].isalnum() or
-                                                        d[h[0] - 1] == 95))]
+        types = self.double_types
+        names = self.fp64_name_set
+        found = False
+        for m in self.name_re.finditer(d, s, e):
+            a, b = m.span()
+            word = m.group()
+            if word not in names or (a and (d[a - 1:a].isalnum() or d[a - 1] == 95)):
+                continue                # part of a longer word
+            if word in types:
+                if not _conversion(d, a, b):
+                    continue            # `double x`, `plus<double>()`, `sizeof(double)`
+                word = b"type"
+            hits.append((a, b, word))
+            found = True
+        if found:
             hits.sort()
         return hits
+
+    @cached_property
+    def fp64_name_set(self) -> frozenset[bytes]:
+        return frozenset({*_FP64_CONSTANTS, *_FP64_CALLS, *self.double_types,
+                          *self.fp64_macros})
 
     def fp64_sources(self, k: int, root, hits) -> list[int]:
         """Offsets of the FP64 sources ``hits`` (in body ``k``) that may meet a float."""
@@ -413,6 +447,25 @@ class _Unit:
         glob, _ = self._float_scan
         return b"float" in text or _FLOAT_LITERAL.search(text) is not None or \
             any(i.group() in glob for i in _IDENT.finditer(text))
+
+
+def _conversion(d: bytes, a: int, b: int) -> bool:
+    """Is the type name ``d[a:b]`` (`double` or an alias) the target of a conversion:
+    `(double)x`, `double(x)`, `static_cast<double>(x)`?"""
+    m = _CAST_AFTER.match(d, b)
+    if m is None:
+        return False
+    c = d[m.end() - 1]
+    if c == 40:                                         # `double(x)`
+        return True
+    before = d[max(0, a - 40):a].rstrip()
+    if before.endswith(b"const"):
+        before = before[:-5].rstrip()
+    if c == 41:                                         # `(double)`, not `sizeof(double)`
+        if not before.endswith(b"("):
+            return False
+        return _NOT_CAST_CALL.search(before[:-1]) is None
+    return before.endswith(b"<") and before[:-1].rstrip().endswith(b"static_cast")
 
 
 def _params_start(fn) -> int | None:
@@ -548,7 +601,8 @@ def clang_plan(ctx, unit_data: bytes) -> Plan | None:
             hits = u.hits(s, e)
             marks = u.fp64_sources(k, root, hits) if hits else []
             minus = [m.start() for m in _MINUS.finditer(data, s, e)] if products else []
-            cmarks = _contraction_marks(u, fn, body, data, minus) if minus else []
+            cmarks = _contraction_marks(u, fn, body, data, minus) \
+                if minus or u.dop_macros else []
             if cmarks is None or cmarks:
                 plan.contract.add(s)
             if marks or cmarks is None or cmarks:
@@ -556,7 +610,10 @@ def clang_plan(ctx, unit_data: bytes) -> Plan | None:
                 if cmarks is not None:
                     plan.marks[s] = sorted(set(marks) | set(cmarks))
                 continue
-        if _KEEP_HEADER.search(data, fn.start_byte, s) is not None:
+        f = fn.start_byte
+        if (data.find(b"auto", f, s) >= 0 or data.find(b"decltype", f, s) >= 0 or
+                data.find(b"conste", f, s) >= 0) and \
+                _KEEP_HEADER.search(data, f, s) is not None:
             continue                    # kept as written (types elsewhere may need it)
         if body.has_error and not _balanced(data, s + 1, e - 1):
             continue                    # tree-sitter may have its end wrong: keep it
@@ -622,20 +679,23 @@ def _blank_but_directives(text: bytes) -> bytes:
 
 def _contraction_marks(u: _Unit, fn, body, data: bytes,
                        minus: list[int]) -> list[int] | None:
-    """Offsets the CL402 walk must reach in this body (each candidate `-`, each
-    declaration of a variable it subtracts); [] when there is none, None when a macro
-    may hide one (walk the body in full)."""
+    """Offsets the CL402 walk must reach in this body: each candidate `-` (``minus``:
+    the `-` signs of the body), each declaration of a variable it subtracts, and, where
+    a macro may expand to a difference of products, the macro's uses and every variable
+    initialised with a product; [] when there is none."""
     s, e = body.start_byte, body.end_byte
-    if data.find(b"-", s, e) < 0:
-        return []
+    marks: list[int] = []
+    if u.dop_macros:
+        uses = [i.start() for i in _IDENT.finditer(data, s, e) if i.group() in u.dop_macros]
+        if uses:
+            marks += uses
+            marks += [m.start() + s for m in _PRODUCT_DECL.finditer(data[s:e])]
+    if not minus or data.find(b"-", s, e) < 0:
+        return marks
     star = u.star_macros
     if data.find(b"*", s, e) < 0 and not star:
-        return []
-    if u.dop_macros and any(i.group() in u.dop_macros
-                            for i in _IDENT.finditer(data, s, e)):
-        return None
+        return marks
     header = data[fn.start_byte:s]
-    marks: list[int] = []
     for pos in minus:
         if not star:
             a = max(data.rfind(b";", s, pos), data.rfind(b"{", s, pos),

@@ -190,8 +190,31 @@ _CANDIDATE = re.compile(rb"\d\.\d*(?:[eE][+-]?\d+)?(?![fF\w])|\.\d+(?![fF\w\d])|
                         rb"|\bM_PI|\*[^;]*-[^;]*\*|\bdouble\b|\bpow\s*\(|\bexp\s*\(")
 
 
+# the alternatives of _CANDIDATE, each in a form the regex engine scans fast (a leading
+# character set or literal), tried cheapest first: has_candidates(d) is exactly
+# `_CANDIDATE.search(d) is not None`, about 10x faster
+_CAND_LITERAL = re.compile(rb"[0-9.](?:(?<=\d)\.\d*(?:[eE][+-]?\d+)?(?![fF\w])"
+                           rb"|(?<=\.)\d+(?![fF\w\d]))")
+_CAND_WORDS = ((b"double", re.compile(rb"\bdouble\b")), (b"M_PI", re.compile(rb"\bM_PI")),
+               (b"pow", re.compile(rb"\bpow\s*\(")), (b"exp", re.compile(rb"\bexp\s*\(")))
+
+
 def has_candidates(data: bytes) -> bool:
-    return _CANDIDATE.search(data) is not None
+    if _CAND_LITERAL.search(data) is not None:
+        return True
+    for word, rx in _CAND_WORDS:
+        if word in data and rx.search(data) is not None:
+            return True
+    if b"*" not in data or b"-" not in data:
+        return False
+    # `\*[^;]*-[^;]*\*`: a `*`, then a `-`, then a `*`, with no `;` between
+    for seg in data.split(b";"):
+        i = seg.find(b"*")
+        if i >= 0:
+            j = seg.find(b"-", i + 1)
+            if j >= 0 and seg.find(b"*", j + 1) >= 0:
+                return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------
