@@ -239,6 +239,16 @@ def _overrides(args) -> dict:
     return o
 
 
+def _write_output(args, stream) -> None:
+    if not args.output_file:
+        return
+    from .fixes import write_atomic
+    try:
+        write_atomic(Path(args.output_file), stream.getvalue())
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output_file} ({exc.strerror or exc})") from None
+
+
 def _check(args) -> int:
     from .config import ConfigResolver
     from .discovery import Target, discover
@@ -255,8 +265,9 @@ def _check(args) -> int:
     paths = args.paths or (["-"] if args.stdin_filename else ["."])
     stdin_mode = paths == ["-"]
 
-    out_stream = open(args.output_file, "w", encoding="utf-8") if args.output_file \
-        else sys.stdout
+    # --output-file: rendered in memory, written atomically at the end (a run killed
+    # midway leaves the previous report, never half of a new one)
+    out_stream = io.StringIO() if args.output_file else sys.stdout
     console = Console(file=out_stream, highlight=False, soft_wrap=True, emoji=False,
                       force_terminal=None if out_stream is sys.stdout else False)
     fmt = args.output_format or ("concise" if args.quiet else "full")
@@ -323,6 +334,7 @@ def _check(args) -> int:
                     fixed_total += n
                     changed[i] = True
             if args.diff:
+                _write_output(args, out_stream)
                 return 1 if would_change else 0
             if changed:
                 again = run([targets[i] for i in changed], use_cache=not args.no_cache,
@@ -337,8 +349,7 @@ def _check(args) -> int:
     if fixed_total and fmt in ("full", "concise") and not args.statistics and not args.quiet:
         console.print(f"Fixed {fixed_total} error{'s' if fixed_total != 1 else ''}.",
                       highlight=False)
-    if out_stream is not sys.stdout:
-        out_stream.close()
+    _write_output(args, out_stream)
     remaining = sum(len(r.visible) for r in results)
     if args.exit_zero:
         return 0

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import ast
 import difflib
+import glob
 import os
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -87,8 +89,11 @@ def write_atomic(path: Path, text: str) -> None:
     folder = path.parent
     try:
         mode = path.stat().st_mode & 0o7777
-    except OSError:
-        mode = None
+    except OSError:                     # a new file: what open() would give it
+        mask = os.umask(0)
+        os.umask(mask)
+        mode = 0o666 & ~mask
+    _remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".cudalint-tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -104,6 +109,25 @@ def write_atomic(path: Path, text: str) -> None:
         except OSError:
             pass
         raise
+
+
+STALE_SECONDS = 600
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Remove this file's temporaries left by a cudalint run that was killed between
+    writing and renaming (`.NAME.*.cudalint-tmp`, older than ten minutes, so a run
+    writing beside this one is left alone)."""
+    try:
+        now = time.time()
+        for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.cudalint-tmp"):
+            try:
+                if now - tmp.lstat().st_mtime > STALE_SECONDS and tmp.is_file():
+                    tmp.unlink()
+            except OSError:
+                pass
+    except OSError:
+        pass
 
 
 def unified_diff(path: str, before: str, after: str) -> str:

@@ -174,6 +174,42 @@ def test_fix_diff_idempotent_and_atomic(proj, capsys):
     assert f.read_text() == fixed                           # idempotent
 
 
+def test_fix_removes_stale_temporaries_only(proj, capsys):
+    """A --fix killed between write and rename leaves `.a.cu.*.cudalint-tmp`; the next
+    write removes those older than ten minutes and leaves a fresh one (another run's)."""
+    f = proj / "a.cu"
+    f.write_text(LEGACY)
+    stale = proj / ".a.cu.old1.cudalint-tmp"
+    fresh = proj / ".a.cu.new1.cudalint-tmp"
+    other = proj / ".b.cu.old2.cudalint-tmp"
+    for p in (stale, fresh, other):
+        p.write_text("partial")
+    old = os.stat(stale).st_mtime - 3600
+    os.utime(stale, (old, old))
+    os.utime(other, (old, old))
+    assert cli(capsys, "a.cu", "--fix", "--unsafe-fixes")[0] == 0
+    assert not stale.exists() and fresh.exists() and other.exists()
+
+
+def test_output_file_written_whole_with_usual_mode(proj, capsys):
+    (proj / "a.cu").write_text(LEGACY)
+    report = proj / "report.json"
+    report.write_text("previous report")
+    code, out, _ = cli(capsys, "a.cu", "--output-format", "json", "-o", str(report))
+    assert code == 1 and out == ""
+    assert [d["code"] for d in json.loads(report.read_text())] == ["CL104"]
+    new = proj / "new.json"
+    mask = os.umask(0o022)
+    try:
+        assert cli(capsys, "a.cu", "--output-format", "json", "-o", str(new))[0] == 1
+    finally:
+        os.umask(mask)
+    assert oct(new.stat().st_mode & 0o777) == oct(0o644)    # not mkstemp's 0600
+    assert [p.name for p in proj.iterdir() if "cudalint-tmp" in p.name] == []
+    code, _, err = cli(capsys, "a.cu", "-o", str(proj / "no" / "such" / "dir.txt"))
+    assert code == 2 and "cannot write" in err and len(err.strip().splitlines()) == 1
+
+
 def test_fix_inside_python_string(proj, capsys):
     f = proj / "k.py"
     f.write_text('import cupy as cp\nk = cp.RawKernel("__global__ void k(int* a)'
