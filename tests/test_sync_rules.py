@@ -134,6 +134,80 @@ def test_cl101_fix_inserts_syncwarp():
     assert edit.content.startswith("__syncwarp();") and "`s[threadIdx.x]` (line 2)" in d.message
 
 
+_VOLATILE_STEPS = (
+    "__global__ void k(float* out, const float* in) {\n"
+    "    __shared__ float s[128];\n"
+    "    __shared__ float t[128];\n"
+    "    unsigned tid = threadIdx.x;\n"
+    "    s[tid] = in[tid]; t[tid] = in[tid];\n"
+    "    __syncthreads();\n"
+    "    if (tid < 32) {\n"
+    "        volatile float* v = s;\n"
+    "        v[tid] += v[tid + 32];\n"
+    "        v[tid] += v[tid + 16];\n"
+    "        v[tid] += v[tid + 8];\n"
+    "        v[tid] += v[tid + 4];\n"
+    "        v[tid] += v[tid + 2];\n"
+    "        v[tid] += v[tid + 1];\n"
+    "        t[tid] += t[tid + 16];\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    if (tid < 32) {\n"
+    "        s[tid] += s[tid + 16];\n"
+    "    }\n"
+    "    if (tid == 0) out[0] = s[0] + t[0];\n"
+    "}\n"
+    "void h(float* o, const float* i) { k<<<1, 128>>>(o, i); }\n")
+
+
+def _cl101(src: str):
+    res = lint_bytes("t.cu", src.encode(), replace(Settings(), select=("CL101",)), "cuda")
+    return [d for d in res.diagnostics if d.code == "CL101"]
+
+
+def test_cl101_one_finding_per_exchange():
+    """Five racing steps on `s` are one finding at the first of them; the steps on `t`
+    (another array) and the step after the barrier (another region) are their own."""
+    found = _cl101(_VOLATILE_STEPS)
+    assert [(d.row, d.metrics["array"], d.metrics["steps"]) for d in found] == [
+        (10, "s", 5), (15, "t", 1), (19, "s", 1)]
+    first = found[0]
+    assert "5 steps (lines 10-14) exchange `s`" in first.message
+    assert first.metrics["lines"] == [10, 11, 12, 13, 14]
+    assert first.metrics["hazard"] == "read-after-write"
+    assert (first.metrics["write_line"], first.metrics["read_line"]) == (9, 10)
+    # every racing pair of the five steps (write->read and read->overwrite) is counted
+    assert first.metrics["pairs"] >= 10
+
+
+def test_cl101_fix_removes_every_race_of_the_exchange():
+    from cudalint.fixes import fix_text
+    fixed, count = fix_text("t.cu", _VOLATILE_STEPS, replace(Settings(), select=("CL101",)),
+                            "cuda", unsafe=True)
+    assert count == 3
+    assert not _cl101(fixed)
+    assert "auto s_step1 = v[tid] + v[tid + 16];\n        __syncwarp();\n" \
+           "        v[tid] = s_step1;\n        __syncwarp();\n        auto s_step2" in fixed
+    # the first step reads what the unflagged `+= v[tid + 32]` wrote; no barrier where
+    # nothing races (after the last step, before the other array's step)
+    assert "v[tid] += v[tid + 32];\n        __syncwarp();\n        auto s_step1" in fixed
+    assert "v[tid] = s_step5;\n        auto t_step1 = t[tid]" in fixed
+    # guarded steps keep their guard; the barriers are outside it
+    scan = ("__global__ void k(float* o, const float* in) { __shared__ float s[32];\n"
+            "    unsigned lane = threadIdx.x;\n    s[lane] = in[lane];\n"
+            "    if (lane >= 1) s[lane] += s[lane - 1];\n"
+            "    if (lane >= 2) s[lane] += s[lane - 2];\n    o[lane] = s[lane];\n}\n"
+            "void h(float* o, const float* i) { k<<<1, 32>>>(o, i); }\n")
+    (d,) = _cl101(scan)
+    assert d.metrics["steps"] == 2
+    fixed, _ = fix_text("t.cu", scan, replace(Settings(), select=("CL101",)), "cuda", True)
+    assert not _cl101(fixed)
+    assert "    __syncwarp();\n    if (lane >= 1) s[lane] = s_step1;\n" in fixed
+    # a step of another form (a plain store from a swapped element under an if): no fix
+    odd = scan.replace("s[lane] += s[lane - 2]", "s[lane] = s[lane - 2]")
+    assert all(d.fix is None for d in _cl101(odd))
+
+
 def test_thread_dependence():
     src = ("__global__ void k(float* o, int n) {\n"
            "  int tid = threadIdx.x; int b = blockIdx.x * blockDim.x; int lane = tid & 31;\n"

@@ -1,7 +1,8 @@
 from cudalint.diagnostics import Edit, Finding, Fix
 from cudalint.rule import Rule
 
-from ._race_common import clause, describe, metrics, races_for, statement_of
+from ._race_common import clause, describe, exchange_fix, line_ranges, metrics, \
+    warp_exchanges
 
 
 class WarpSynchronousSharedMemory(Rule):
@@ -43,10 +44,16 @@ class WarpSynchronousSharedMemory(Rule):
     `__syncwarp()` (`v = s[tid] + s[tid + 16]; __syncwarp(); s[tid] = v; __syncwarp();`).
 
     ## Fix safety
-    The fix inserts `__syncwarp();` before the statement of the later access. It is
+    One finding per exchange: the races of one kernel on one array within one stretch of
+    code without a barrier (the five steps of an unrolled reduction are one finding,
+    located at the first racing step; its message and `steps`/`lines` metrics count
+    them). The fix rewrites every step that reads another lane's element and writes its
+    own in the same statement (`s[tid] += s[tid + 16];`, also under an `if` whose
+    condition has no side effects) into read, `__syncwarp()`, store
+    (`auto s_step1 = s[tid] + s[tid + 16]; __syncwarp(); s[tid] = s_step1;`) and inserts
+    `__syncwarp();` before every step that reads what an earlier step wrote. It is
     unsafe: `__syncwarp()` with the full mask must be reached by every lane of the warp
-    (not under `if (lane < 16)`), and a read and write in the same statement still need
-    to be split by hand.
+    (not under `if (lane < 16)`). No fix is offered when a step has another form.
 
     ## References
     - Tuning CUDA Applications for Kepler, 1.4.9 "Warp-synchronous Programming", in
@@ -60,27 +67,29 @@ class WarpSynchronousSharedMemory(Rule):
     fix_safety = "unsafe"
 
     def check(self, ctx):
-        fixed: set[int] = set()
-        for node, races in races_for(ctx, self.code):
-            race = races[0]
+        taken: dict[int, set[str]] = {}
+        for ex in warp_exchanges(ctx):
+            race = ex.race
             _, _, example = describe(race)
             fix = None
-            stmt = statement_of(race.second)
-            first_stmt = statement_of(race.first)
-            if stmt is not None and first_stmt is not None and stmt.id != first_stmt.id \
-                    and stmt.id not in fixed:
-                fixed.add(stmt.id)
-                data = ctx.unit.data if isinstance(ctx.unit.data, bytes) else \
-                    ctx.unit.data.encode()
-                line_start = data.rfind(b"\n", 0, stmt.start_byte) + 1
-                indent = data[line_start:stmt.start_byte]
-                if indent.strip() == b"":
-                    fix = Fix("Insert `__syncwarp();` between the two accesses",
-                              (Edit(stmt.start_byte, stmt.start_byte,
-                                    "__syncwarp();\n" + indent.decode()),), "unsafe")
+            names = taken.setdefault(race.kernel.node.id, set())
+            found = exchange_fix(ctx, ex, names)
+            if found is not None:
+                what, edits = found
+                fix = Fix(what, tuple(Edit(a, b, c) for a, b, c in edits), "unsafe")
+            arr = race.array.split("@")[0]
+            lines = ex.lines
+            if len(ex.steps) > 1:
+                lead = (f"{len(ex.steps)} steps (lines {line_ranges(lines)}) exchange "
+                        f"`{arr}` between lanes of a warp with no `__syncwarp()`: "
+                        f"{clause(race, 'another lane of the same warp')} ({example})")
+            else:
+                lead = (f"{clause(race, 'another lane of the same warp')} with no "
+                        f"`__syncwarp()` between ({example})")
+            m = metrics(race, len(ex.races))
+            m["steps"] = len(ex.steps)
+            m["lines"] = lines
             yield Finding.at(
-                node,
-                f"warp-synchronous shared memory: "
-                f"{clause(race, 'another lane of the same warp')} with no `__syncwarp()` "
-                f"between ({example}); `volatile` does not order lanes",
-                metrics=metrics(race, len(races)), fix=fix)
+                race.second,
+                f"warp-synchronous shared memory: {lead}; `volatile` does not order lanes",
+                metrics=m, fix=fix)
