@@ -1,99 +1,161 @@
-"""Lint many files: cache lookups, then the misses in parallel across cores."""
+"""Lint many files: cache lookups (by stat signature, then by content), then the misses in
+parallel across cores. See :mod:`cudalint.cache` for what makes a hit."""
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .cache import Cache, cache_key
-from .discovery import Target
-from .engine import FileResult, lint_bytes, lint_unreadable
-from .selection import enabled_rules
+from .cache import Cache, cache_key, context_key, file_sig, stat_sig
+
+if TYPE_CHECKING:
+    from .discovery import Target
+    from .engine import FileResult
 
 PARALLEL_MIN_FILES = 6
 
 
-_RULE_KEYS: dict[int, tuple[object, str]] = {}
-
-
-def _rules_key(target: Target) -> str:
-    got = _RULE_KEYS.get(id(target.settings))
-    if got is None or got[0] is not target.settings:
-        got = (target.settings, ",".join(r.code for r in enabled_rules(target.settings)))
-        _RULE_KEYS[id(target.settings)] = got
-    return got[1]
-
-
-def _key(target: Target, data: bytes) -> str:
-    extra = ""
-    if target.kind == "cuda" and b"#include" in data:
-        from .sources.includes import include_digest
-        extra = include_digest(target.path, data.decode("utf-8", "replace"))
+def _context(target: "Target") -> str:
+    """What a result depends on besides the bytes of the file and of its headers: the
+    settings, the build files above a CUDA file (CL401-CL404 read their flags), the
+    ptxas logs given."""
+    settings = target.settings
+    context = settings.fingerprint()
     if target.kind == "cuda":
         from .analysis.buildflags import build_digest
-        extra += build_digest(target.path)
-    if target.settings.ptxas.log:
+        context += "\0" + build_digest(target.path)
+    if settings.ptxas.log:
         from .analysis.ptxas_run import ptxas_digest
-        extra += ptxas_digest(target.settings)
-    return cache_key(target.display, data, target.settings.fingerprint() + extra,
-                     _rules_key(target))
+        context += "\0" + ptxas_digest(settings)
+    return context
 
 
-def _read(path: Path) -> bytes | str:
+def _keyed(target: "Target", data: bytes, context: str | None = None
+           ) -> tuple[str, tuple, bytes]:
+    """(content key, include candidates' signatures, context key)."""
+    if context is None:
+        context = _context(target)
+    extra, deps = "", ()
+    if target.kind == "cuda" and b"#include" in data:
+        from .sources.includes import include_deps
+        extra, deps = include_deps(target.path, data.decode("utf-8", "replace"))
+    return cache_key(target.display, data, context, extra), deps, context_key(context)
+
+
+def _read(path: Path) -> tuple[bytes | str, tuple | None]:
+    """(bytes, stat signature of what was read) or (why not, None)."""
     try:
-        return path.read_bytes()
+        with open(path, "rb") as fh:
+            sig = stat_sig(os.fstat(fh.fileno()))
+            return fh.read(), sig
     except OSError as exc:
-        return f"cannot read: {exc.strerror or exc}"
+        return f"cannot read: {exc.strerror or exc}", None
 
 
-def _lint_one(target: Target) -> tuple[FileResult, str | None]:
-    data = _read(target.path)
+def _lint_one(target: "Target", keyed: bool) -> tuple:
+    """(result, key, sig, deps, ctx); the key only when the result is to be cached."""
+    from .engine import lint_bytes, lint_unreadable
+    data, sig = _read(target.path)
     if isinstance(data, str):
-        return lint_unreadable(target.display, data, target.settings), None
-    key = _key(target, data)
-    return lint_bytes(target.display, data, target.settings, target.kind), key
+        return lint_unreadable(target.display, data, target.settings), None, None, (), b""
+    key, deps, ctx = _keyed(target, data) if keyed else (None, (), b"")
+    return lint_bytes(target.display, data, target.settings, target.kind), key, sig, deps, ctx
 
 
-def _worker(batch: list[Target]) -> list[tuple[FileResult, str | None]]:
-    return [_lint_one(t) for t in batch]
+def _worker(batch: list["Target"], keyed: bool) -> list[tuple]:
+    return [_lint_one(t, keyed) for t in batch]
 
 
-def run(targets: list[Target], use_cache: bool = True, jobs: int | None = None
-        ) -> list[FileResult]:
+def _name(target: "Target") -> str:
+    """An index entry's name: the file, and the path shown for it (which its results
+    carry: another working folder shows it by another name)."""
+    return f"{os.path.abspath(target.path)}\0{target.display}"
+
+
+class _Lookup:
+    """Cache lookups of one run: contexts memoised per (settings, folder)."""
+
+    def __init__(self, started_ns: int):
+        self.started_ns = started_ns
+        self.caches: dict[str, Cache] = {}
+        self._contexts: dict[tuple, tuple] = {}
+
+    def cache(self, target: "Target") -> Cache:
+        root = target.settings.root
+        cache = self.caches.get(root)
+        if cache is None:
+            cache = self.caches[root] = Cache(Path(root), self.started_ns)
+        return cache
+
+    def context(self, target: "Target") -> tuple[str, bytes]:
+        folder = os.path.dirname(target.path) if target.kind == "cuda" else ""
+        k = (id(target.settings), folder)
+        got = self._contexts.get(k)
+        if got is None or got[0] is not target.settings:
+            context = _context(target)
+            got = self._contexts[k] = (target.settings, context, context_key(context))
+        return got[1], got[2]
+
+    def get(self, target: "Target") -> "FileResult | None":
+        cache = self.cache(target)
+        name = _name(target)
+        entry = cache.entry(name)
+        if entry is None:
+            return None
+        sig = file_sig(target.path)
+        if sig is None:
+            return None
+        context, ctx = self.context(target)
+        if entry[1] == sig and entry[3] == ctx and \
+                all(file_sig(p) == s for p, s in entry[2]):
+            return cache.result(entry)           # nothing read but the index
+        # a signature differs (or was never trusted): compare the content key
+        data, sig = _read(target.path)
+        if isinstance(data, str):
+            return None
+        key, deps, ctx = _keyed(target, data, context)
+        if key != entry[0]:
+            return None
+        result = cache.result(entry)
+        if result is not None:
+            cache.refresh(name, entry, sig, deps, ctx)
+        return result
+
+
+def run(targets: list["Target"], use_cache: bool = True, jobs: int | None = None
+        ) -> list["FileResult"]:
+    lookup = _Lookup(time.time_ns())            # before any file is stat-ed or read
     results: dict[int, FileResult] = {}
     todo: list[int] = []
-    caches: dict[str, Cache] = {}
-    keys: dict[int, str] = {}
     for i, t in enumerate(targets):
-        if use_cache:
-            data = _read(t.path)
-            if isinstance(data, bytes):
-                key = _key(t, data)
-                keys[i] = key
-                cache = caches.setdefault(t.settings.root, Cache(Path(t.settings.root)))
-                hit = cache.get(key)
-                if hit is not None:
-                    results[i] = hit
-                    continue
-        todo.append(i)
+        hit = lookup.get(t) if use_cache else None
+        if hit is None:
+            todo.append(i)
+        else:
+            results[i] = hit
 
+    done: dict[int, tuple] = {}
     jobs = jobs or os.cpu_count() or 1
     if len(todo) >= PARALLEL_MIN_FILES and jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from functools import partial
         batches = [todo[k::jobs * 4] for k in range(jobs * 4)]
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             for batch, out in zip(batches, pool.map(
-                    _worker, [[targets[i] for i in b] for b in batches])):
-                for i, (res, _) in zip(batch, out):
-                    results[i] = res
+                    partial(_worker, keyed=use_cache),
+                    [[targets[i] for i in b] for b in batches])):
+                done.update(zip(batch, out))
     else:
         for i in todo:
-            results[i] = _lint_one(targets[i])[0]
+            done[i] = _lint_one(targets[i], use_cache)
 
-    if use_cache:
-        for i in todo:
-            res = results[i]
-            if res.error is None and i in keys:
-                caches[targets[i].settings.root].put(keys[i], res)
+    for i, (res, key, sig, deps, ctx) in done.items():
+        results[i] = res
+        if use_cache and res.error is None and key is not None:
+            lookup.cache(targets[i]).put(key, res, _name(targets[i]), sig, deps, ctx)
+    for cache in lookup.caches.values():
+        cache.save()
     return [results[i] for i in range(len(targets))]

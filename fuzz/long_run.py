@@ -112,8 +112,10 @@ def _cache_seed() -> bytes:
     from cudalint.cache import Cache
     tmp = Path(tempfile.mkdtemp(prefix="cudalint-fuzz-"))
     result = fl.lint_bytes("k.cu", fl.CUDA_SEEDS[0], fl.ALL, "cuda")
-    Cache(tmp).put("0" * 64, result)
-    return (Cache(tmp).dir / f"{'0' * 64}.json").read_bytes()
+    cache = Cache(tmp)
+    cache.put("0" * 64, result)
+    cache.save()
+    return cache.index_path.read_bytes()
 
 
 CACHE_SEED = _cache_seed()

@@ -232,19 +232,26 @@ def test_fix_never_makes_a_parse_worse(tmp_path):
 # cache
 
 
+def _index(proj: Path) -> dict:
+    from cudalint import __version__
+    from cudalint.cache import read_index
+    return read_index(proj / ".cudalint_cache" / __version__ / "index.bin")
+
+
 def test_cache_is_used_and_keyed_by_settings(proj, capsys):
     (proj / "a.cu").write_text(LEGACY)
     assert cli(capsys, "a.cu")[0] == 1
     cache = proj / ".cudalint_cache"
     assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f")
-    entries = list(cache.rglob("*.json"))
-    assert len(entries) == 1
-    # a corrupt entry is ignored, not trusted
-    entries[0].write_text("{not json")
+    assert len(_index(proj)) == 1
+    # a corrupt index is ignored, not trusted
+    index = next(cache.rglob("index.bin"))
+    index.write_bytes(index.read_bytes()[:-5] + b"xxxxx")
+    assert _index(proj) == {}
     assert cli(capsys, "a.cu")[0] == 1
-    # other settings: another key, and the old result is not used
+    # other settings: the old result is not used
     assert cli(capsys, "a.cu", "--ignore", "CL104")[0] == 0
-    assert len(list(cache.rglob("*.json"))) == 2
+    assert cli(capsys, "a.cu")[0] == 1
     # an edit to the file changes the key
     (proj / "a.cu").write_text(CLEAN)
     assert cli(capsys, "a.cu")[0] == 0

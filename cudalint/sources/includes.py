@@ -70,3 +70,42 @@ def include_digest(path: Path, text: str) -> str:
         except OSError:
             continue
     return h.hexdigest()
+
+
+def include_deps(path: Path, text: str) -> tuple[str, tuple]:
+    """(digest, deps) for the result cache: the digest of every local header that
+    :func:`include_constants` may read (both levels: paths and bytes), and each include
+    candidate's stat signature (None where no regular file is), so that a warm run can
+    tell by stat alone that nothing it includes changed -- a header created where there
+    was none included."""
+    from ..cache import file_sig
+    h = hashlib.sha256()
+    deps: list[tuple[str, tuple | None]] = []
+    seen: set[Path] = set()
+
+    def visit(file: Path, body: str, depth: int) -> None:
+        if depth >= MAX_DEPTH:
+            return
+        for m in _INCLUDE.finditer(body):
+            candidate = file.parent / m.group(1)
+            sig = file_sig(candidate)
+            deps.append((str(candidate), sig))
+            if sig is None:
+                continue
+            try:
+                real = candidate.resolve()
+                if real in seen:
+                    continue
+                seen.add(real)
+                with open(real, "rb") as fh:
+                    data = fh.read()
+            except (OSError, ValueError, RuntimeError):
+                continue
+            h.update(str(real).encode("utf-8", "surrogateescape"))
+            h.update(b"\0%d\0" % len(data))
+            h.update(data)
+            if len(data) <= MAX_HEADER_BYTES and b"\0" not in data[:8192]:
+                visit(real, data.decode("utf-8", "replace"), depth + 1)
+
+    visit(path, text, 0)
+    return h.hexdigest(), tuple(deps)

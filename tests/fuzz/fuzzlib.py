@@ -647,21 +647,24 @@ def check_fix(data: bytes, kind: str = "cuda", unsafe: bool = True) -> None:
 
 
 def check_cache_entry(data: bytes, folder: Path) -> None:
-    """Whatever bytes a cache file holds, reading it gives a result or None, never raises."""
+    """Whatever bytes the cache index holds, reading it gives results or a miss, never
+    raises."""
     from cudalint import __version__
     from cudalint.cache import Cache
     RUNS["cache"] += 1
     cache = Cache(folder)
     cache.dir.mkdir(parents=True, exist_ok=True)
-    key = "f" * 64
-    (cache.dir / f"{key}.json").write_bytes(data)
-    got = cache.get(key)
+    cache.index_path.write_bytes(data)
     assert __version__
-    if got is not None:
-        if not isinstance(got, FileResult):
-            _fail(f"cache returned {type(got).__name__}")
-        for d in got.diagnostics:
-            d.to_json()
+    for name in list(cache.entries):
+        entry = cache.entry(name)
+        got = cache.result(entry) if entry is not None else None
+        if got is not None:
+            if not isinstance(got, FileResult):
+                _fail(f"cache returned {type(got).__name__}")
+            for d in got.diagnostics:
+                d.to_json()
+    cache.get("f" * 64)
 
 
 def float_ok(x) -> bool:

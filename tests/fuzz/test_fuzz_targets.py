@@ -245,7 +245,8 @@ def _cache_seed() -> bytes:
     result = fl.lint_bytes("k.cu", src, fl.ALL, "cuda")
     cache = Cache(tmp)
     cache.put("0" * 64, result)
-    return (cache.dir / f"{'0' * 64}.json").read_bytes()
+    cache.save()
+    return cache.index_path.read_bytes()
 
 
 CACHE_SEED = _cache_seed()

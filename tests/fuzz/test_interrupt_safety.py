@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from cudalint import __version__
-from cudalint.cache import CACHE_DIR, Cache
+from cudalint.cache import CACHE_DIR, INDEX_NAME, decode_result, read_index
 from cudalint.config import Settings
 from cudalint.fixes import fix_text
 
@@ -141,23 +141,21 @@ def cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-def entries(project: Path) -> list[Path]:
-    d = project / CACHE_DIR / __version__
-    return sorted(p for p in d.glob("*.json") if not p.name.startswith(".tmp-")) \
-        if d.is_dir() else []
+def entries(project: Path) -> dict:
+    """The cache index's entries (name -> entry); {} when there is none or it is not whole."""
+    return read_index(project / CACHE_DIR / __version__ / INDEX_NAME)
 
 
 def assert_cache_sound(project: Path) -> int:
-    """Every entry (not a temp file) reads back and equals a fresh lint of its file;
-    a new cached run prints exactly what an uncached run prints. Returns #entries."""
-    cache = Cache(project)
-    for e in entries(project):
-        got = cache.get(e.stem)
-        assert got is not None, f"cache entry {e.name} is corrupt: {e.read_bytes()[:200]!r}"
+    """Every entry reads back and equals a fresh lint of its file; a new cached run
+    prints exactly what an uncached run prints. Returns #entries."""
+    for name, entry in entries(project).items():
+        got = decode_result(entry[4])
+        assert got is not None, f"cache entry {name!r} is corrupt: {entry!r:.200}"
         src = project / Path(got.path).name
         fresh = _lint(project, src)
         assert [d.to_cache() for d in got.diagnostics] == \
-            [json.loads(json.dumps(d.to_cache())) for d in fresh.diagnostics]
+            [d.to_cache() for d in fresh.diagnostics]
     cached = cli(["check", ".", "--output-format", "json"], project)
     uncached = cli(["check", ".", "--output-format", "json", "--no-cache"], project)
     assert cached.returncode == uncached.returncode, cached.stderr
@@ -183,10 +181,9 @@ def test_kill_while_cache_entry_is_written(tmp_path, where):
     temps = list((project / CACHE_DIR / __version__).glob(".tmp-*"))
     assert temps, "the kill was meant to land between the temp file and the rename"
     if where == "write":
-        # the half-written temp file is there, and it is not a readable entry
-        with pytest.raises(ValueError):
-            json.loads(temps[0].read_text())
-    assert entries(project) == []          # nothing half-written under an entry's name
+        # the half-written temp file is there, and it is not a readable index
+        assert temps[0].stat().st_size > 0 and read_index(temps[0]) == {}
+    assert entries(project) == {}          # nothing half-written under the index's name
     assert_cache_sound(project)
     assert len(entries(project)) == len(_targets(project))   # the next run fills it
 
@@ -220,8 +217,11 @@ def test_kill_at_random_moments_with_cache(tmp_path):
         time.sleep(rng.uniform(0.5 * full, 1.05 * full))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-        for e in entries(project):
-            assert Cache(project).get(e.stem) is not None, f"corrupt entry {e.name}"
+        index = project / CACHE_DIR / __version__ / INDEX_NAME
+        if index.exists():                 # the index is whole, or it is not there
+            assert entries(project), "corrupt index"
+            for name, entry in entries(project).items():
+                assert decode_result(entry[4]) is not None, f"corrupt entry {name!r}"
         # edit some files so that later runs write new entries
         for p in rng.sample(sorted(project.glob("*.cu")), 10):
             p.write_text(p.read_text() + "// edited\n")
@@ -360,7 +360,7 @@ def test_cache_on_full_or_readonly_disk(tmp_path, monkeypatch, fault):
         monkeypatch.setattr(cache_mod.Path, "mkdir", rofs)
     assert _run(project) == truth          # the run is not affected
     assert _run(project) == truth          # nor the next one
-    assert entries(project) == []          # no entry, complete or not
+    assert entries(project) == {}          # no entry, complete or not
     d = project / CACHE_DIR / __version__
     assert not d.is_dir() or not any(d.iterdir()), list(d.iterdir())   # no temp files
     monkeypatch.undo()

@@ -1,0 +1,277 @@
+"""The result cache (cudalint/cache.py): a warm run trusts stat signatures only where that
+is safe, falls back to the content key everywhere else, and never serves a stale result.
+
+Each test counts what the run read and linted (in-process, one file: the serial path).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import cudalint.cache as cache_mod
+import cudalint.engine as engine_mod
+import cudalint.runner as runner_mod
+from cudalint import __version__
+from cudalint.cli import main
+
+LEGACY = "__global__ void k(float* a) {\n    a[0] = __shfl(a[1], 0);\n}\n"
+SAME_SIZE_CLEAN = LEGACY.replace("__shfl(", "__shfx(")      # no CL104, same size
+
+
+@pytest.fixture
+def proj(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    return tmp_path
+
+
+class Counts:
+    def __init__(self, monkeypatch):
+        self.reads = 0
+        self.lints = 0
+        self.linted: list[str] = []
+        real_read, real_lint = runner_mod._read, engine_mod.lint_bytes
+
+        def read(path):
+            self.reads += 1
+            return real_read(path)
+
+        def lint(*a, **k):
+            self.lints += 1
+            self.linted.append(a[0])
+            return real_lint(*a, **k)
+
+        monkeypatch.setattr(runner_mod, "_read", read)
+        monkeypatch.setattr(engine_mod, "lint_bytes", lint)
+
+    def reset(self):
+        self.reads = self.lints = 0
+        self.linted = []
+
+
+@pytest.fixture
+def counts(monkeypatch):
+    return Counts(monkeypatch)
+
+
+@pytest.fixture
+def no_racy(monkeypatch):
+    """Signatures trusted at once (the files of a test are milliseconds old)."""
+    monkeypatch.setattr(cache_mod, "RACY_NS", 0)
+
+
+def run(capsys, *args: str) -> tuple[int, list]:
+    code = main(["a.cu", "--output-format", "json", *args])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def next_tick():
+    time.sleep(0.05)       # file timestamps move in ticks of a few milliseconds
+
+
+def test_warm_run_reads_no_file(proj, capsys, counts, no_racy):
+    (proj / "a.cu").write_text(LEGACY)
+    code, first = run(capsys)
+    assert code == 1 and counts.lints == 1
+    counts.reset()
+    code, again = run(capsys)
+    assert (code, again) == (1, first)
+    assert (counts.reads, counts.lints) == (0, 0)
+
+
+def test_untrusted_signature_is_checked_by_content(proj, capsys, counts):
+    # default RACY_NS: a file changed just before the run is never trusted by stat
+    (proj / "a.cu").write_text(LEGACY)
+    run(capsys)
+    counts.reset()
+    assert run(capsys)[0] == 1
+    assert (counts.reads, counts.lints) == (1, 0)
+
+
+def test_touched_but_unchanged_is_read_not_linted(proj, capsys, counts, no_racy):
+    a = proj / "a.cu"
+    a.write_text(LEGACY)
+    run(capsys)
+    next_tick()
+    os.utime(a)                                  # new mtime, same bytes
+    counts.reset()
+    assert run(capsys)[0] == 1
+    assert (counts.reads, counts.lints) == (1, 0)
+    counts.reset()                               # the new signature was recorded
+    assert run(capsys)[0] == 1
+    assert (counts.reads, counts.lints) == (0, 0)
+
+
+@pytest.mark.parametrize("racy", [True, False])
+def test_same_size_and_mtime_restored_is_seen(proj, capsys, counts, monkeypatch, racy):
+    if not racy:
+        monkeypatch.setattr(cache_mod, "RACY_NS", 0)
+    a = proj / "a.cu"
+    a.write_text(LEGACY)
+    assert run(capsys)[0] == 1
+    st = a.stat()
+    if not racy:
+        next_tick()                              # ctime moves on
+    a.write_text(SAME_SIZE_CLEAN)
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert a.stat().st_size == st.st_size and a.stat().st_mtime_ns == st.st_mtime_ns
+    counts.reset()
+    code, found = run(capsys)
+    assert (code, found) == (0, [])
+    assert counts.lints == 1
+
+
+def test_settings_change_relints(proj, capsys, counts, no_racy):
+    (proj / "a.cu").write_text(LEGACY)
+    run(capsys)
+    counts.reset()
+    assert run(capsys, "--ignore", "CL104") == (0, [])
+    assert counts.lints == 1
+    (proj / "pyproject.toml").write_text("[tool.cudalint]\nignore = ['CL104']\n")
+    counts.reset()
+    assert run(capsys) == (0, [])
+    assert counts.lints == 1
+
+
+def test_rule_code_change_empties_the_cache(proj, capsys, counts, no_racy, monkeypatch):
+    (proj / "a.cu").write_text(LEGACY)
+    run(capsys)
+    counts.reset()
+    monkeypatch.setattr(cache_mod, "code_fingerprint", lambda: "other code")
+    assert run(capsys)[0] == 1
+    assert counts.lints == 1
+
+
+def test_header_edits_and_new_headers_relint(proj, capsys, counts, no_racy):
+    (proj / "a.cu").write_text('#include "tile.cuh"\n#include "extra.cuh"\n' + LEGACY)
+    (proj / "tile.cuh").write_text('#include "deep.cuh"\n#define TILE 16\n')
+    (proj / "deep.cuh").write_text("#define DEEP 1\n")
+    run(capsys)
+    counts.reset()
+    run(capsys)
+    assert counts.lints == 0
+    for edit in (lambda: (proj / "tile.cuh").write_text('#include "deep.cuh"\n#define TILE 32\n'),
+                 lambda: (proj / "deep.cuh").write_text("#define DEEP 2\n"),     # 2nd level
+                 lambda: (proj / "extra.cuh").write_text("#define EXTRA 1\n")):  # created
+        next_tick()
+        edit()
+        counts.reset()
+        run(capsys)
+        assert "a.cu" in counts.linted
+        counts.reset()
+        run(capsys)
+        assert counts.lints == 0
+
+
+def test_damaged_index_is_an_empty_cache(proj, capsys, counts, no_racy):
+    (proj / "a.cu").write_text(LEGACY)
+    _, truth = run(capsys)
+    index = proj / ".cudalint_cache" / __version__ / "index.bin"
+    whole = index.read_bytes()
+    for damaged in (whole[:len(whole) // 2], b"", b"\0" * 100, whole[:-1] + b"!",
+                    cache_mod.MAGIC + b"x" * 32 + b"\xff\xff"):
+        index.write_bytes(damaged)
+        assert cache_mod.read_index(index) == {}
+        counts.reset()
+        assert run(capsys) == (1, truth)
+        assert counts.lints == 1
+    index.unlink()
+    index.mkdir()                       # not even a file: still no crash
+    assert run(capsys) == (1, truth)
+
+
+def test_another_working_folder_is_another_entry(proj, capsys, no_racy):
+    (proj / "sub").mkdir()
+    (proj / "sub" / "a.cu").write_text(LEGACY)
+    main(["sub/a.cu", "--output-format", "json"])
+    (shown,) = json.loads(capsys.readouterr().out)
+    assert shown["filename"] == "sub/a.cu"
+    os.chdir(proj / "sub")
+    assert run(capsys)[1][0]["filename"] == "a.cu"
+
+
+def test_results_round_trip_exactly(proj, capsys, no_racy):
+    (proj / "a.cu").write_text(LEGACY + "// noqa: CL104\n__global__ void j() {}  // noqa: CL104\n")
+    fresh = run(capsys, "--no-cache", "--select", "ALL")
+    run(capsys, "--select", "ALL")
+    assert run(capsys, "--select", "ALL") == fresh
+
+
+def test_unplain_metrics_are_not_cached(proj):
+    from cudalint.diagnostics import Diagnostic
+    from cudalint.engine import FileResult
+    d = Diagnostic("CL104", "n", "m", "warning", "a.cu", 1, 1, 1, 2, 0, 1,
+                   metrics={"x": object()})
+    assert cache_mod.encode_result(FileResult("a.cu", [d], {1: "x"}, 1)) is None
+    d.metrics = {"x": (1, [2.5, None, True]), "y": {"z": "w"}}
+    got = cache_mod.decode_result(cache_mod.encode_result(FileResult("a.cu", [d], {1: "x"}, 1)))
+    assert got.diagnostics[0] == d and got.lines == {1: "x"}
+
+
+def _plugin(site: Path, body: str) -> None:
+    dist = site / "myplug-1.0.dist-info"
+    dist.mkdir(exist_ok=True)
+    (dist / "entry_points.txt").write_text("[cudalint.rules]\nmine = myplug_rules:Rules\n")
+    (site / "myplug_rules.py").write_text(body)
+
+
+def test_code_fingerprint_covers_rules_plugins_and_distributions(tmp_path, monkeypatch):
+    files, names = cache_mod._code_files()
+    root = Path(__file__).resolve().parent.parent
+    assert str(root / "cudalint" / "engine.py") in files
+    rules = Path(__import__("importlib.util").util.find_spec("cudalint.rules")
+                 .submodule_search_locations[0])
+    assert str(rules / "core" / "__init__.py") in files or any(
+        f.startswith(str(rules)) for f in files)
+    fp = cache_mod.code_fingerprint.__wrapped__
+
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    with_empty_dir = fp()
+    _plugin(site, "X = 1\n")
+    installed = fp()
+    assert installed != with_empty_dir
+    assert str(site / "myplug_rules.py") in cache_mod._code_files()[0]
+    (site / "myplug_rules.py").write_text("X = 22\n")        # an edited plugin rule
+    assert fp() != installed
+
+
+def _index_bytes(entries: dict) -> bytes:
+    import hashlib
+    import marshal
+    body = marshal.dumps((cache_mod.FORMAT, __version__, cache_mod.code_fingerprint(),
+                          entries))
+    return cache_mod.MAGIC + hashlib.blake2b(body, digest_size=32).digest() + body
+
+
+PAYLOADS = [None, 1, (), ("a.cu",), ("a.cu", "x", (), ()), ("a.cu", 1, ((1,),), ()),
+            ("a.cu", 1, (("x", "y"),), ()), ("a.cu", 1, ((1, 2),), ()),
+            ("a.cu", 1, (), (None,)), ("a.cu", 1, (), ((None,) * 17,)),
+            ("a.cu", 1, (), (("c",) * 17,)),
+            ("a.cu", 1, (), (("CL104", "n", "m", "warning", "a.cu", 1, 1, 1, 1, 0, 0,
+                              ("m", ((0, 1, 2),), "safe"), {}, "", False, None, ()),)),
+            ("a.cu", 1, (), (("CL104", "n", "m", "warning", "a.cu", 1, 1, 1, 1, 0, 0,
+                              None, {}, "", False, None, (("x", (1,), (1, 2)),)),))]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_index_entries_of_another_shape_are_misses(proj, capsys, counts, no_racy, payload):
+    """An index that passes the checksum but holds entries of another shape (written by
+    something else): each is a miss, never a crash or a wrong result."""
+    (proj / "a.cu").write_text(LEGACY)
+    _, truth = run(capsys)
+    index = proj / ".cudalint_cache" / __version__ / "index.bin"
+    (name, entry), = cache_mod.read_index(index).items()
+    for bad in ({name: entry[:4] + (payload,)}, {name: payload},
+                {name: (entry[0], entry[1], None, entry[3], entry[4])},
+                {name: (entry[0], entry[1], ((1, 2),), entry[3], entry[4])},
+                {name: (entry[0], entry[1], (("x",),), entry[3], entry[4])}):
+        index.write_bytes(_index_bytes(bad))
+        counts.reset()
+        assert run(capsys) == (1, truth)
+        assert counts.lints == 1
