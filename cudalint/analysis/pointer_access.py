@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from tree_sitter import Node
 
@@ -109,19 +109,14 @@ class PointerAccess:
         self.model = ctx.model
         self._memo: dict[tuple[int, str], ParamAccess | None] = {}
         self._kernels: dict[int, list[ParamAccess]] = {}
+        self._bodies: dict[int, _Body] = {}
 
     # ---- unit-wide indexes -----------------------------------------------------------
-    @cached_property
-    def _identifiers(self) -> tuple[list[Node], list[int]]:
-        nodes = captures("(identifier) @id", self.model.root).get("id", [])
-        return nodes, [n.start_byte for n in nodes]
-
-    def identifiers_in(self, node: Node) -> list[Node]:
-        from bisect import bisect_left
-        nodes, starts = self._identifiers
-        lo = bisect_left(starts, node.start_byte)
-        hi = bisect_left(starts, node.end_byte, lo)
-        return nodes[lo:hi]
+    def body_facts(self, fn: "Function") -> "_Body":
+        facts = self._bodies.get(fn.node.id)
+        if facts is None:
+            facts = self._bodies[fn.node.id] = _Body(self, fn)
+        return facts
 
     @cached_property
     def _prototypes(self) -> dict[str, list[Node]]:
@@ -142,25 +137,27 @@ class PointerAccess:
     def address_taken(self, fn: "Function") -> bool:
         """The function's name used other than in its definition, a call or a launch, a
         ``cuda*`` API call or a cast (e.g. ``kernel = &copy;`` with a typed pointer):
-        changing its parameter types could break that use."""
-        for ident in self._identifiers[0]:
-            if ident.text.decode("utf-8", "replace") != fn.name or \
-                    ident.start_byte == fn.name_node.start_byte:
+        changing its parameter types could break that use. Undecided (nested deeper than
+        the walk follows) counts as taken."""
+        for ident, path, _ in scan_identifiers(self.model.root, self.ctx.unit.data, fn.name):
+            if ident.start_byte == fn.name_node.start_byte:
                 continue
-            node = ident.parent
+            i = len(path) - 2                              # path[i]: the parent
+            node = path[i] if i >= 0 else None
             if node is not None and node.type == "template_function":
-                node = node.parent
+                i -= 1
+                node = path[i] if i >= 0 else None
             if node is not None and node.type == "call_expression":
                 continue                                  # call or <<<launch>>>
-            cur = node
-            while cur is not None and cur.type in ("pointer_expression",
-                                                   "parenthesized_expression"):
-                cur = cur.parent
+            while i >= 0 and path[i].type in ("pointer_expression",
+                                              "parenthesized_expression"):
+                i -= 1
+            cur = path[i] if i >= 0 else None
             if cur is not None and cur.type == "cast_expression":
                 continue
-            if cur is not None and cur.type == "argument_list" and \
-                    cur.parent is not None and cur.parent.type == "call_expression":
-                callee = text(cur.parent.child_by_field_name("function"))
+            if cur is not None and cur.type == "argument_list" and i >= 1 and \
+                    path[i - 1].type == "call_expression":
+                callee = text(path[i - 1].child_by_field_name("function"))
                 if callee.split("::")[-1].startswith(("cuda", "cu")):
                     continue
             return True
@@ -202,6 +199,45 @@ class PointerAccess:
         return acc
 
 
+class _Body:
+    """One function body, shared by the tracers of its parameters: where a name occurs
+    (found by scanning the text and descending to it, never by walking every identifier),
+    and the parents of the nodes on the way (``Node.parent`` walks down from the root of
+    the tree on every call: quadratic in a deeply nested expression)."""
+
+    def __init__(self, facts: PointerAccess, fn: "Function"):
+        self.facts = facts
+        self.fn = fn
+        self.parents: dict[int, Node] = {}
+        self._occurrences: dict[str, list[tuple[Node, bool, str | None]]] = {}
+
+    def parent(self, node: Node) -> Node | None:
+        p = self.parents.get(node.id)
+        return p if p is not None else node.parent
+
+    def occurrences(self, name: str) -> list[tuple[Node, bool, str | None]]:
+        """(identifier, declares it, why it is opaque) for every ``name`` in the body, in
+        source order; opaque: inside a lambda, inline assembly or an ERROR node."""
+        out = self._occurrences.get(name)
+        if out is None:
+            out = []
+            for ident, _, opaque in scan_identifiers(self.fn.body, self.facts.ctx.unit.data,
+                                                     name, self.parents):
+                out.append((ident, _is_declared_name(ident, self.parent), opaque))
+            self._occurrences[name] = out
+        return out
+
+    def declarations(self, name: str) -> list[Node]:
+        """The declarator identifiers that declare ``name`` in the body (not params)."""
+        return [ident for ident, declared, _ in self.occurrences(name) if declared]
+
+    @cached_property
+    def error_ranges(self) -> list[tuple[int, int]]:
+        return [(e.start_byte, e.end_byte) for e in self.facts.model.error_nodes
+                if e.start_byte >= self.fn.node.start_byte
+                and e.end_byte <= self.fn.node.end_byte]
+
+
 class _Tracer:
     """Follows one root pointer through one function body."""
 
@@ -210,33 +246,13 @@ class _Tracer:
         self.fn = fn
         self.acc = acc
         self.depth = depth
+        self.body = facts.body_facts(fn)
+        self.parent = self.body.parent
         self.ptr_names: set[str] = set()
         self.ref_names: set[str] = set()
         self.queue: list[tuple[str, str]] = []
-
-    # ---- per-function facts ----------------------------------------------------------
-    @cached_property
-    def occurrences(self) -> dict[str, list[Node]]:
-        out: dict[str, list[Node]] = {}
-        for ident in self.facts.identifiers_in(self.fn.body):
-            out.setdefault(text(ident), []).append(ident)
-        return out
-
-    @cached_property
-    def local_declarations(self) -> dict[str, list[Node]]:
-        """name -> the declarator identifiers that declare it in the body (not params)."""
-        out: dict[str, list[Node]] = {}
-        for idents in self.occurrences.values():
-            for ident in idents:
-                if _is_declared_name(ident):
-                    out.setdefault(text(ident), []).append(ident)
-        return out
-
-    @cached_property
-    def error_ranges(self) -> list[tuple[int, int]]:
-        return [(e.start_byte, e.end_byte) for e in self.facts.model.error_nodes
-                if e.start_byte >= self.fn.node.start_byte
-                and e.end_byte <= self.fn.node.end_byte]
+        self.seen: set[tuple[str, int, bool]] = set()
+        self.int_seen: set[int] = set()
 
     # ---- driver ----------------------------------------------------------------------
     def run(self) -> None:
@@ -245,42 +261,43 @@ class _Tracer:
         self.queue.append((root, "ptr"))
         if self._name_in_errors(root):
             self.unknown(self.fn.name_node, "the parser could not read part of the body")
-        if root in self.local_declarations:
-            self.unknown(self.local_declarations[root][0], "shadowed by a local variable")
+        declared = self.body.declarations(root)
+        if declared:
+            self.unknown(declared[0], "shadowed by a local variable")
             return
         while self.queue:
             name, kind = self.queue.pop()
-            for occ in self.occurrences.get(name, []):
-                if _is_declared_name(occ):
+            for occ, is_declaration, opaque in self.body.occurrences(name):
+                if is_declaration:
                     continue
-                if self._inside_opaque(occ):
+                if opaque is not None:
+                    self.unknown(occ, opaque)
                     continue
                 if kind == "ptr":
-                    self.ptr_use(occ)
+                    self.follow("ptr", occ, False)
                 else:
-                    self.lval_use(occ, through_reference=True)
+                    self.follow("lval", occ, True)
+
+    def follow(self, kind: str, node: Node, through_reference: bool) -> None:
+        """Walk up from a use, one step at a time (a step returns the next one, or None
+        once the use has its verdict); a step already taken adds nothing new."""
+        step: _Step | None = (kind, node, through_reference)
+        while step is not None:
+            kind, node, through_reference = step
+            key = (kind, node.id, through_reference)
+            if key in self.seen:
+                return
+            self.seen.add(key)
+            step = self.ptr_use(node) if kind == "ptr" else \
+                self.lval_use(node, through_reference)
 
     def _name_in_errors(self, name: str) -> bool:
-        if not self.error_ranges:
+        ranges = self.body.error_ranges
+        if not ranges:
             return False
         data = self.facts.ctx.unit.data
         pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
-        return any(pat.search(data, s, e) for s, e in self.error_ranges)
-
-    def _inside_opaque(self, node: Node) -> bool:
-        cur = node.parent
-        while cur is not None and cur.id != self.fn.body.id:
-            if cur.type == "lambda_expression":
-                self.unknown(node, "captured by a lambda")
-                return True
-            if cur.type in ("gnu_asm_expression", "asm_statement"):
-                self.unknown(node, "used in inline assembly")
-                return True
-            if cur.type == "ERROR":
-                self.unknown(node, "in code the parser could not read")
-                return True
-            cur = cur.parent
-        return False
+        return any(pat.search(data, s, e) for s, e in ranges)
 
     # ---- verdicts --------------------------------------------------------------------
     def load(self, node: Node, via_ldg: bool = False) -> None:
@@ -299,19 +316,19 @@ class _Tracer:
             self.acc.const_blocker = why
 
     # ---- a pointer-valued expression derived from the root ---------------------------
-    def ptr_use(self, n: Node) -> None:
-        p = n.parent
+    def ptr_use(self, n: Node) -> "_Step | None":
+        p = self.parent(n)
         if p is None:
             return self.unknown(n, "unexpected position")
         t = p.type
         if t == "parenthesized_expression":
-            return self.ptr_use(p)
+            return ("ptr", p, False)
         if t == "binary_expression":
             op = text(p.child_by_field_name("operator"))
             if op in _COMPARISONS:
                 return None
             if op == "+" or (op == "-" and _same(p.child_by_field_name("left"), n)):
-                return self.ptr_use(p)
+                return ("ptr", p, False)
             return self.unknown(p, f"pointer used with `{op}`")
         if t == "unary_expression":
             if text(p.child_by_field_name("operator")) == "!":
@@ -320,24 +337,24 @@ class _Tracer:
         if t == "conditional_expression":
             if _same(p.child_by_field_name("condition"), n):
                 return None
-            return self.ptr_use(p)
+            return ("ptr", p, False)
         if t == "cast_expression":
             return self.cast_use(p, p.child_by_field_name("type"), c_style=True)
         if t == "subscript_expression":
             if _same(p.child_by_field_name("argument"), n):
-                return self.lval_use(p)
+                return ("lval", p, False)
             return self.unknown(p, "pointer used as an index")
         if t == "pointer_expression":
             if text(p.child_by_field_name("operator")) == "*":
-                return self.lval_use(p)
+                return ("lval", p, False)
             return self.unknown(p, "address of the pointer variable taken")
         if t == "field_expression":
             if text(p.child_by_field_name("operator")) == "->" and \
                     _same(p.child_by_field_name("argument"), n):
-                return self.lval_use(p)
+                return ("lval", p, False)
             return self.unknown(p, "member access on the pointer")
         if t == "update_expression":
-            return self.ptr_use(p)          # p++ moves the local copy; its value is used
+            return ("ptr", p, False)          # p++ moves the local copy; its value is used
         if t == "assignment_expression":
             left, right = p.child_by_field_name("left"), p.child_by_field_name("right")
             if _same(left, n):
@@ -348,8 +365,9 @@ class _Tracer:
             if _same(right, n):
                 if left is not None and left.type == "identifier":
                     self.new_alias(text(left), "ptr", left, None)
-                    if p.parent is not None and p.parent.type != "expression_statement":
-                        return self.ptr_use(p)
+                    up = self.parent(p)
+                    if up is not None and up.type != "expression_statement":
+                        return ("ptr", p, False)
                     return None
                 return self.unknown(p, "stored to memory (a struct field, an array "
                                        "element or through a pointer)")
@@ -359,7 +377,7 @@ class _Tracer:
                 return self.declared_from(p, decl, "ptr")
             return self.unknown(p, "unexpected initializer")
         if t == "argument_list":
-            call = p.parent
+            call = self.parent(p)
             if call is not None and call.type == "call_expression":
                 index = [c.id for c in p.named_children].index(n.id)
                 return self.call_arg(call, index, n)
@@ -376,7 +394,7 @@ class _Tracer:
             return self.unknown(p, "comma expression")
         return self.unknown(p, f"pointer used in `{t}`")
 
-    def cast_use(self, cast: Node, type_node: Node | None, c_style: bool) -> None:
+    def cast_use(self, cast: Node, type_node: Node | None, c_style: bool) -> "_Step | None":
         ttext = text(type_node)
         if "*" in ttext:
             if not c_style and "const" not in ttext:
@@ -388,7 +406,7 @@ class _Tracer:
                     self.block_const(f"`{text(cast)}` casts it to a non-const pointer")
             if "&" in ttext:
                 return self.unknown(cast, "cast to a reference")
-            return self.ptr_use(cast)
+            return ("ptr", cast, False)
         if ttext.strip() == "bool":
             return None
         return self.int_use(cast)
@@ -398,7 +416,10 @@ class _Tracer:
         when it is kept (it could be turned back into a pointer and written)."""
         cur = n
         while True:
-            p = cur.parent
+            if cur.id in self.int_seen:
+                return None             # the walk from here has had its verdict already
+            self.int_seen.add(cur.id)
+            p = self.parent(cur)
             if p is None:
                 return self.unknown(n, "address used as an integer")
             if p.type in ("binary_expression", "parenthesized_expression",
@@ -415,23 +436,24 @@ class _Tracer:
             return self.unknown(n, "address kept as an integer")
 
     # ---- an lvalue of the memory the root points to ----------------------------------
-    def lval_use(self, n: Node, through_reference: bool = False) -> None:
-        p = n.parent
+    def lval_use(self, n: Node, through_reference: bool = False) -> "_Step | None":
+        p = self.parent(n)
         if p is None:
             return self.unknown(n, "unexpected position")
         t = p.type
         if t == "parenthesized_expression":
-            return self.lval_use(p, through_reference)
+            return ("lval", p, through_reference)
         if t == "field_expression" and _same(p.child_by_field_name("argument"), n):
-            if p.parent is not None and p.parent.type == "call_expression" and \
-                    _same(p.parent.child_by_field_name("function"), p):
+            up = self.parent(p)
+            if up is not None and up.type == "call_expression" and \
+                    _same(up.child_by_field_name("function"), p):
                 return self.unknown(p, "member function called on the pointed-to data")
             if text(p.child_by_field_name("operator")) == "->":
                 return self.load(p)          # a pointer read from the data, then followed
-            return self.lval_use(p, through_reference)
+            return ("lval", p, through_reference)
         if t == "subscript_expression":
             if _same(p.child_by_field_name("argument"), n):
-                return self.lval_use(p, through_reference)
+                return ("lval", p, through_reference)
             return self.load(n)
         if t == "assignment_expression":
             if _same(p.child_by_field_name("left"), n):
@@ -441,7 +463,7 @@ class _Tracer:
             return self.write(p, "incremented")
         if t == "pointer_expression":
             if text(p.child_by_field_name("operator")) == "&":
-                return self.ptr_use(p)
+                return ("ptr", p, False)
             return self.load(n)
         if t == "init_declarator" and _same(p.child_by_field_name("value"), n):
             decl = p.child_by_field_name("declarator")
@@ -449,7 +471,7 @@ class _Tracer:
                 return self.declared_from(p, decl, "ref")
             return self.load(n)
         if t == "argument_list":
-            call = p.parent
+            call = self.parent(p)
             if call is not None and call.type == "call_expression":
                 index = [c.id for c in p.named_children].index(n.id)
                 return self.call_value_arg(call, index, n)
@@ -478,7 +500,7 @@ class _Tracer:
             f = f.child_by_field_name("name")
         return text(f)
 
-    def call_arg(self, call: Node, index: int, arg: Node) -> None:
+    def call_arg(self, call: Node, index: int, arg: Node) -> "_Step | None":
         if any(c.type == "kernel_call_syntax" for c in call.children):
             return self.unknown(call, "passed to a kernel launch")
         fnode = call.child_by_field_name("function")
@@ -505,7 +527,7 @@ class _Tracer:
         if short in ("printf", "assert", "__assert_fail", "__builtin_expect"):
             return None
         if short in ("__builtin_assume_aligned",):
-            return self.ptr_use(call)
+            return ("ptr", call, False)
         return self.device_call(call, name, index, arg)
 
     def _callees(self, name: str, nargs: int) -> list["Function"]:
@@ -597,7 +619,7 @@ class _Tracer:
             name_node = nxt
         if name_node is None:
             return self.unknown(init, "unexpected declarator")
-        declaration = init.parent
+        declaration = self.parent(init)
         ptr_depth = text(decl).count("*")
         if kind == "ptr" and (ptr_depth != 1 or decl.type == "reference_declarator"):
             if decl.type == "reference_declarator" or ptr_depth != 1:
@@ -607,7 +629,7 @@ class _Tracer:
 
     def new_alias(self, name: str, kind: str, where: Node, declaration: Node | None
                   ) -> None:
-        decls = self.local_declarations.get(name, [])
+        decls = self.body.declarations(name)
         if not decls:
             # not a local of this function: a global or a parameter
             if self.fn.param(name) is not None:
@@ -620,7 +642,7 @@ class _Tracer:
             self.unknown(where, f"`{name}` is declared more than once")
             return
         decl_ident = decls[0]
-        declaration = declaration or _enclosing_declaration(decl_ident)
+        declaration = declaration or _enclosing_declaration(decl_ident, self.parent)
         if declaration is None:
             self.unknown(where, f"cannot find the declaration of `{name}`")
             return
@@ -655,12 +677,65 @@ class _Tracer:
 
 
 # ---- helpers -----------------------------------------------------------------------
+_Step = tuple[str, Node, bool]          # ("ptr" | "lval", node, through a reference)
+_OPAQUE = {"lambda_expression": "captured by a lambda",
+           "gnu_asm_expression": "used in inline assembly",
+           "asm_statement": "used in inline assembly",
+           "ERROR": "in code the parser could not read"}
+
+
+def _node_parent(node: Node) -> Node | None:
+    return node.parent
+
+
+def scan_identifiers(within: Node, data: bytes, name: str,
+                     parents: dict[int, Node] | None = None
+                     ) -> Iterator[tuple[Node, list[Node], str | None]]:
+    """Every ``identifier`` node spelled ``name`` inside ``within``, in source order, the
+    same ones a ``(identifier)`` query finds: the text is searched for the name and the
+    tree descended to each match (from the deepest node of the previous path that still
+    contains it, so a whole scan costs about one walk of the nodes on those paths, however
+    deep they are). Yields (identifier, path from ``within`` down to it, why it is opaque:
+    the innermost lambda, inline assembly or ERROR node around it, or None); the path is
+    reused, read it before the next item. ``parents`` (node id -> parent) is filled for
+    the nodes on the paths."""
+    if not name:
+        return
+    pat = re.compile(rb"(?<![A-Za-z0-9_$])" + re.escape(name.encode("utf-8", "replace"))
+                     + rb"(?![A-Za-z0-9_$])")
+    path = [within]                 # the cursor's node and its ancestors up to within
+    opaque: list[str | None] = [None]
+    cursor = within.walk()          # (Node.first_child_for_byte crashes on a leaf)
+    for m in pat.finditer(data, within.start_byte, within.end_byte):
+        s, e = m.span()
+        while len(path) > 1 and (path[-1].start_byte > s or path[-1].end_byte < e):
+            path.pop()
+            opaque.pop()
+            cursor.goto_parent()
+        cur = path[-1]
+        while cursor.goto_first_child_for_byte(s) is not None:
+            child = cursor.node
+            if child.start_byte > s or child.end_byte < e:
+                cursor.goto_parent()
+                break
+            if parents is not None:
+                parents[child.id] = cur
+            path.append(child)
+            opaque.append(_OPAQUE.get(child.type, opaque[-1]))
+            cur = child
+        if cur.type == "identifier" and cur.is_named and cur.start_byte == s and \
+                cur.end_byte == e and len(path) > 1:
+            yield cur, path, opaque[-2]
+
+
 def _same(a: Node | None, b: Node | None) -> bool:
     return a is not None and b is not None and a.id == b.id
 
 
-def _is_declared_name(ident: Node) -> bool:
-    cur, parent = ident, ident.parent
+def _is_declared_name(ident: Node, parent_of: "Callable[[Node], Node | None] | None" = None
+                      ) -> bool:
+    parent_of = parent_of or _node_parent
+    cur, parent = ident, parent_of(ident)
     while parent is not None and parent.type in _DECLARATOR_TYPES:
         if parent.type in ("init_declarator", "pointer_declarator", "reference_declarator",
                            "array_declarator", "declaration", "parameter_declaration",
@@ -673,14 +748,15 @@ def _is_declared_name(ident: Node) -> bool:
                 return True
         elif parent.type == "function_declarator":
             return _same(parent.child_by_field_name("declarator"), cur)
-        cur, parent = parent, parent.parent
+        cur, parent = parent, parent_of(parent)
     return False
 
 
-def _enclosing_declaration(ident: Node) -> Node | None:
-    cur = ident.parent
+def _enclosing_declaration(ident: Node, parent_of: "Callable[[Node], Node | None]"
+                           ) -> Node | None:
+    cur = parent_of(ident)
     while cur is not None and cur.type in _DECLARATOR_TYPES - {"declaration"}:
-        cur = cur.parent
+        cur = parent_of(cur)
     return cur if cur is not None and cur.type in ("declaration", "for_range_loop") else None
 
 

@@ -1,0 +1,105 @@
+"""CL203's pointer analysis (analysis/pointer_access.py) and CL204's local-array indexing
+(analysis/local_index.py) on what fuzzing found: expressions nested deeper than Python's
+recursion limit, identifiers found by scanning the text instead of a query."""
+from __future__ import annotations
+
+from cudalint.analysis.pointer_access import PointerAccess, scan_identifiers
+from cudalint.config import Settings
+from cudalint.context import UnitContext
+from cudalint.engine import lint_text
+from cudalint.parse import captures, parse, text
+from cudalint.sources.base import SourceFile, Unit
+
+DEEP = 3000          # well past sys.getrecursionlimit()
+
+
+def _ctx(src: str) -> UnitContext:
+    return UnitContext(Unit(SourceFile("t.cu", src, "cuda"), src), Settings())
+
+
+def _status(src: str, param: str, kernel: str = "k") -> str:
+    ctx = _ctx(src)
+    (fn,) = [f for f in ctx.model.kernels if f.name == kernel]
+    (acc,) = [a for a in ctx.analysis(PointerAccess).kernel_params(fn)
+              if a.param.name == param]
+    return acc.status
+
+
+def _findings(src: str, code: str) -> list:
+    return [d for d in lint_text("t.cu", src, Settings(select=(code,)), "cuda").diagnostics
+            if d.code in (code, "CL000")]
+
+
+def test_scan_finds_exactly_the_identifiers_a_query_finds():
+    src = """
+#define x_macro(v) (v + x)
+__global__ void k(float* x, float* xs, S s) {
+    float x_ = x[0] + xs[1] + s.x + s->x;   // x in a comment
+    const char* m = "x";
+    $x = x$ + x;
+    float éx = x;
+    auto f = [&] { return x[1]; };
+    y = x1x + x
+      + x;
+}
+"""
+    data = src.encode()
+    tree = parse(data)
+    expected = [(n.start_byte, n.end_byte)
+                for n in captures("(identifier) @id", tree.root_node)["id"]
+                if text(n) == "x"]
+    found = list(scan_identifiers(tree.root_node, data, "x"))
+    assert [(n.start_byte, n.end_byte) for n, _, _ in found] == expected
+    assert len(expected) == 7
+    # the path is the chain of ancestors, and a use inside the lambda is opaque
+    reasons = [why for _, _, why in found]
+    assert reasons.count("captured by a lambda") == 1
+    parents: dict[int, object] = {}
+    for ident, path, _ in scan_identifiers(tree.root_node, data, "x", parents):
+        assert path[-1].id == ident.id and path[0].id == tree.root_node.id
+        for child, parent in zip(path[1:], path):
+            assert parent.id == child.parent.id == parents[child.id].id
+
+
+def test_deep_pointer_arithmetic_is_followed_without_recursion():
+    # the pointer is the innermost operand of a sum deeper than the recursion limit
+    chain = "x" + " + 1" * DEEP
+    src = f"__global__ void k(float* x, float* y) {{ const float* q = {chain}; " \
+          "y[0] = q[0]; }"
+    (d,) = _findings(src, "CL203")
+    assert "`x` is only read" in d.message and "1 load" in d.message
+    written = f"__global__ void k(float* x, float* y) {{ float* q = {chain}; q[0] = 1; }}"
+    assert _status(written, "x") == "written"
+    assert not _findings(written, "CL203")
+
+
+def test_many_uses_in_one_deep_expression():
+    src = "__global__ void k(float* y, const float* x) { int i = threadIdx.x; y[i] = " + \
+        " + ".join(["x[i]"] * DEEP) + "; }"
+    (d,) = _findings(src, "CL203")
+    assert f"{DEEP} loads" in d.message
+    # one store among them makes it written
+    src2 = src.replace("; }", " + (x[0] = 1); }")
+    assert _status(src2, "x") == "written"
+
+
+def test_integer_address_in_a_deep_expression():
+    kept = "__global__ void k(float* y, const float* x) { long a = " + \
+        " + ".join(["(long)x"] * DEEP) + "; y[0] = x[0]; }"
+    assert _status(kept, "x") == "unknown"
+    tested = "__global__ void k(float* y, const float* x) { if (" + \
+        " + ".join(["(long)x"] * DEEP) + ") y[0] = x[0]; }"
+    assert _status(tested, "x") == "read_only"
+
+
+def test_address_taken_scans_for_the_kernel_name():
+    base = "__global__ void k(float* x, float* y) { y[0] = x[0]; }\n"
+    for use, taken in (("void h() { k<<<1, 1>>>(0, 0); }", False),
+                       ("void h() { cudaFuncSetAttribute(k, a, 0); }", False),
+                       ("void h() { void* p = (void*)k; }", False),
+                       ("void h() { void (*p)(float*, float*) = k; }", True),
+                       ("void h() { auto p = &(k); }", True),
+                       ("void h() { int kk = 1; /* k */ }", False)):
+        ctx = _ctx(base + use)
+        (fn,) = ctx.model.kernels
+        assert ctx.analysis(PointerAccess).address_taken(fn) is taken, use
