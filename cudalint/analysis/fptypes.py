@@ -24,6 +24,7 @@ and literals exactly representable in float, its result converted straight back 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import struct
@@ -717,7 +718,10 @@ class _ClangWalk:
         left, right = self._product(kids[0]), self._product(kids[1])
         dtype = "float" if self.is_float(c) else "double"
         s, e = self.span(c)
-        if left is not None and right is not None and self._sign_tested(c, stack):
+        if left is not None and right is not None and self._sign_tested(c, stack) and \
+                not (self._exact(left) or self._exact(right)):
+            # an exact product (`4.0f * b`) makes the fused form the correctly rounded
+            # difference: contraction can only fix the sign, never break it
             self.facts.contractions.append(Contraction(s, e, "difference-of-products",
                                                        dtype, self.text(c)))
             return
@@ -727,6 +731,30 @@ class _ClangWalk:
             if _split_of(self._operands(left), operands):
                 self.facts.contractions.append(Contraction(s, e, "error-free-transform",
                                                            dtype, self.text(c), where))
+
+    def _exact(self, prod) -> bool:
+        """Is the product exact in its type: one factor a power-of-two constant (`4.0f*b`,
+        `0.5*x`, `2*y`)? (Overflow and underflow aside, as the rule's model is.)"""
+        K = self.K
+        for k in prod.get_children():
+            k = self.strip(k)
+            neg = False
+            while k.kind == K.UNARY_OPERATOR and self.text(k).lstrip().startswith(("-", "+")):
+                kids = list(k.get_children())
+                if len(kids) != 1:
+                    break
+                neg, k = not neg, self.strip(kids[0])
+            if k.kind not in (K.FLOATING_LITERAL, K.INTEGER_LITERAL):
+                continue
+            word = self.text(k).strip().rstrip("fFlLuU")
+            try:
+                value = float(int(word, 0)) if k.kind == K.INTEGER_LITERAL else \
+                    float.fromhex(word) if word.lower().startswith("0x") else float(word)
+            except ValueError:
+                continue
+            if value != 0 and math.isfinite(value) and math.frexp(abs(value))[0] == 0.5:
+                return True
+        return False
 
     def _operands(self, prod) -> tuple[str, ...]:
         return tuple(sorted(re.sub(r"\s+", "", self.text(k)) for k in prod.get_children()))
