@@ -63,6 +63,16 @@ class UnitContext:
             by_name.setdefault(_parse.text(fn), []).append(fn.parent)
         return by_name
 
+    def line(self, node: Node | int) -> int:
+        """The 1-based line in the *file* of a node (or a byte offset of the unit): what a
+        message says when it points at another place ("the early return at line 409").
+        For CUDA inside a Python string this is the .py file's line, not the string's."""
+        offset = node if isinstance(node, int) else node.start_byte
+        try:
+            return self.unit.file.position(self.unit.file_offset(offset))[0]
+        except Exception:           # a position the source layer cannot map
+            return self.unit.data.count(b"\n", 0, offset) + 1
+
     def calls_named(self, *names: str) -> list[Node]:
         out = [c for n in names for c in self.calls.get(n, [])]
         return sorted(out, key=lambda c: c.start_byte)
