@@ -231,7 +231,7 @@ class ConfigResolver:
     def __init__(self, overrides: dict[str, Any] | None = None, forced: Path | None = None,
                  stop_at: Path | None = None):
         self.overrides = overrides or {}
-        self._by_dir: dict[Path, Settings] = {}
+        self._by_dir: dict[str, Settings] = {}
         self._forced = self._apply(load_config_file(forced) or Settings(
             config_path=str(forced), root=str(forced.parent))) if forced else None
 
@@ -257,25 +257,34 @@ class ConfigResolver:
     def for_path(self, path: Path) -> Settings:
         if self._forced is not None:
             return self._forced
-        full = Path(os.path.abspath(path))
-        folder = full if path.name != "_" and full.is_dir() else full.parent
+        full = os.path.abspath(path)
+        folder = full if Path(path).name != "_" and os.path.isdir(full) else \
+            os.path.dirname(full)
+        return self.for_folder(folder)
+
+    def for_folder(self, folder: str) -> Settings:
+        """Settings of the files in an absolute, normalised folder (discovery's walk asks
+        once per folder; strings cost less than paths)."""
+        if self._forced is not None:
+            return self._forced
         return self._for_dir(folder)
 
-    def _for_dir(self, folder: Path) -> Settings:
+    def _for_dir(self, folder: str) -> Settings:
         cached = self._by_dir.get(folder)
         if cached is not None:
             return cached
         settings = None
         for name in CONFIG_NAMES:
-            candidate = folder / name
-            if candidate.is_file():
-                loaded = load_config_file(candidate)
+            candidate = os.path.join(folder, name)
+            if os.path.isfile(candidate):
+                loaded = load_config_file(Path(candidate))
                 if loaded is not None:
                     settings = self._apply(loaded)
                     break
         if settings is None:
-            if folder.parent != folder:
-                settings = self._for_dir(folder.parent)
+            parent = os.path.dirname(folder)
+            if parent != folder:
+                settings = self._for_dir(parent)
             else:
                 settings = self._apply(Settings(root=str(Path.cwd())))
         self._by_dir[folder] = settings

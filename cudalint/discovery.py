@@ -73,14 +73,18 @@ class _GitIgnores:
     """Stacked .gitignore files; a path is ignored if any enclosing spec ignores it.
 
     Works on absolute path strings: discovery visits every file of a tree, and pathlib
-    objects cost more than the matching itself.
+    objects cost more than the matching itself. Each folder's chain of specs (up to the
+    repository's top) is found once; each spec has one combined regex that says whether
+    any of its patterns can match at all (most paths match none), and only a path that
+    one matches is given to pathspec for the exact gitignore verdict.
     """
 
     def __init__(self):
-        self._specs: dict[str, pathspec.PathSpec | None] = {}
+        self._specs: dict[str, tuple | None] = {}
         self._top: dict[str, bool] = {}        # folder holds .git (or is /): stop there
+        self._chains: dict[str, tuple] = {}
 
-    def _spec(self, folder: str) -> pathspec.PathSpec | None:
+    def _spec(self, folder: str) -> tuple | None:
         if folder not in self._specs:
             spec = None
             gi = os.path.join(folder, ".gitignore")
@@ -90,30 +94,89 @@ class _GitIgnores:
                         spec = pathspec.GitIgnoreSpec.from_lines(fh.read().splitlines())
                 except (OSError, ValueError):
                     spec = None
-            self._specs[folder] = spec
+            self._specs[folder] = None if spec is None else (spec, _any_pattern(spec))
         return self._specs[folder]
 
-    def ignored(self, path: str, is_dir: bool) -> bool:
-        folder = os.path.dirname(path)
-        while True:
+    def _chain(self, folder: str) -> tuple:
+        """(folder, spec, prefilter) for folder and each enclosing one up to the top."""
+        got = self._chains.get(folder)
+        if got is None:
             spec = self._spec(folder)
-            if spec is not None:
-                rel = path[len(folder):].lstrip(os.sep)
-                if os.sep != "/":
-                    rel = rel.replace(os.sep, "/")
-                if spec.match_file(rel + ("/" if is_dir else "")):
-                    return True
+            here = () if spec is None else ((folder, spec[0], spec[1]),)
             top = self._top.get(folder)
             if top is None:
                 parent = os.path.dirname(folder)
                 top = self._top[folder] = parent == folder or \
                     os.path.exists(os.path.join(folder, ".git"))
-            if top:
-                return False
-            folder = os.path.dirname(folder)
+            got = here if top else here + self._chain(os.path.dirname(folder))
+            self._chains[folder] = got
+        return got
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        for folder, spec, prefilter in self._chain(os.path.dirname(path)):
+            rel = path[len(folder):].lstrip(os.sep)
+            if os.sep != "/":
+                rel = rel.replace(os.sep, "/")
+            if is_dir:
+                rel += "/"
+            if (prefilter is None or prefilter.match(rel)) and spec.match_file(rel):
+                return True
+        return False
+
+
+def _any_pattern(spec) -> re.Pattern | None:
+    """One regex that matches where any pattern of the spec matches (None: cannot tell,
+    every path goes to pathspec)."""
+    try:
+        parts = [p.regex.pattern for p in spec.patterns
+                 if p.include is not None and p.regex is not None]
+        if not parts:
+            return re.compile(r"(?!)")
+        if not all(isinstance(x, str) for x in parts):
+            return None
+        return re.compile("|".join(f"(?:{x.replace('(?P<ps_d>', '(?:')})" for x in parts))
+    except (AttributeError, re.error):
+        return None
 
 
 _KINDS = {".cu": "cuda", ".cuh": "cuda", ".py": "python", ".pyi": "python"}
+
+
+def _rel(full: str, root: str) -> str:
+    """os.path.relpath(full, root) for a normalised absolute path (the common case, a
+    path under root, without relpath's own normalising)."""
+    if full.startswith(root) and full[len(root):len(root) + 1] == os.sep:
+        return full[len(root) + 1:]
+    return os.path.relpath(full, root)
+
+
+def _excluded_entry(posix_folder: str, absfolder: str, name: str,
+                    settings: Settings) -> bool:
+    """:func:`_excluded` for an entry of a walked folder, on strings (``posix_folder``:
+    ``Path(folder).as_posix()``)."""
+    root, regex = _matcher(settings)
+    if regex is None:
+        return False
+    if regex.match(name):
+        return True
+    full = os.path.join(absfolder, name)
+    rel = _rel(full, root) if full.startswith(root) else \
+        (name if posix_folder == "." else f"{posix_folder}/{name}")
+    if os.sep != "/":
+        rel = rel.replace(os.sep, "/")
+    return bool(regex.match(rel))
+
+
+_KIND_OF_NAME: dict[str, str | None] = {}
+
+
+def _kind_of(name: str) -> str | None:
+    kind = _KINDS.get(os.path.splitext(name)[1].lower())
+    if kind is None:
+        kind = _KIND_OF_NAME.get(name, "")
+        if kind == "":
+            kind = _KIND_OF_NAME[name] = file_kind(name)   # build files, kinds added later
+    return kind
 
 
 def discover(paths: list[str], resolver: ConfigResolver) -> list[Target]:
@@ -122,13 +185,14 @@ def discover(paths: list[str], resolver: ConfigResolver) -> list[Target]:
     gitignores = _GitIgnores()
 
     def add(path: Path, kind: str, settings: Settings | None = None,
-            absolute: str | None = None) -> None:
+            absolute: str | None = None, display: str | None = None) -> None:
         real = absolute or (os.path.realpath(path) if path.is_symlink()
                             else os.path.abspath(path))
         if real in seen:
             return
         seen.add(real)
-        targets.append(Target(path, _display(path), kind,
+        targets.append(Target(path, display if display is not None else _display(path),
+                              kind,
                               settings if settings is not None else resolver.for_path(path)))
 
     for raw in paths:
@@ -142,27 +206,29 @@ def discover(paths: list[str], resolver: ConfigResolver) -> list[Target]:
             raise FileNotFoundError(f"{raw}: no such file or directory")
         for folder, dirs, files in os.walk(root):
             absfolder = os.path.abspath(folder)
-            settings = resolver.for_path(Path(folder) / "_")
+            posix_folder = Path(folder).as_posix()
+            settings = resolver.for_folder(absfolder)
             git = settings.respect_gitignore
             keep = []
             for d in sorted(dirs):
-                dpath = os.path.join(folder, d)
-                if _excluded(Path(dpath), settings) or (
+                if _excluded_entry(posix_folder, absfolder, d, settings) or (
                         git and gitignores.ignored(os.path.join(absfolder, d), True)):
                     continue
                 keep.append(d)
             dirs[:] = keep
+            shown = None
             for f in sorted(files):
-                kind = _KINDS.get(os.path.splitext(f)[1].lower())
+                kind = _kind_of(f)
                 if kind is None:
-                    kind = file_kind(f)          # kinds added later (build files, ...)
-                    if kind is None:
-                        continue
-                absolute = os.path.join(absfolder, f)
-                path = Path(folder, f)
-                if _excluded(path, settings) or (git and gitignores.ignored(absolute, False)):
                     continue
-                add(path, kind, settings, absolute)
+                absolute = os.path.join(absfolder, f)
+                if _excluded_entry(posix_folder, absfolder, f, settings) or (
+                        git and gitignores.ignored(absolute, False)):
+                    continue
+                if shown is None:
+                    shown = _display(Path(folder))
+                add(Path(folder, f), kind, settings, absolute,
+                    f if shown == "." else os.path.join(shown, f))
     # local headers included from .cu files are linted once, like .cuh files
     for target in list(targets):
         if target.kind != "cuda":

@@ -9,6 +9,7 @@ only the unit, translates it back to a character offset in the file.
 from __future__ import annotations
 
 import bisect
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,12 +31,12 @@ TOML_NAMES = frozenset({"pyproject.toml"})
 
 
 def file_kind(path: str | Path) -> str | None:
-    suffix = Path(path).suffix.lower()
+    name = os.path.basename(os.fspath(path)).lower()
+    suffix = os.path.splitext(name)[1]
     if suffix in CUDA_SUFFIXES:
         return "cuda"
     if suffix in PYTHON_SUFFIXES:
         return "python"
-    name = Path(path).name.lower()
     if name in CMAKE_NAMES or suffix in CMAKE_SUFFIXES:
         return "cmake"
     if name in TOML_NAMES:
