@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from tree_sitter import Node
@@ -296,7 +296,7 @@ class _Tracer:
         if not ranges:
             return False
         data = self.facts.ctx.unit.data
-        pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
+        pat = _bounded_pattern(name)
         return any(pat.search(data, s, e) for s, e in ranges)
 
     # ---- verdicts --------------------------------------------------------------------
@@ -684,6 +684,23 @@ _OPAQUE = {"lambda_expression": "captured by a lambda",
            "ERROR": "in code the parser could not read"}
 
 
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$")
+
+
+@lru_cache(maxsize=1024)
+def _bounded_pattern(name: str) -> "re.Pattern[bytes]":
+    return re.compile(rb"\b" + re.escape(name.encode()) + rb"\b")
+
+
+@lru_cache(maxsize=8192)
+def _word_pattern(name: str) -> "re.Pattern[bytes]":
+    """``name`` not followed by more of an identifier (the byte before is checked by the
+    caller: a pattern that starts with a literal is searched about 10x faster than one
+    that starts with a lookbehind). Compiled once per process: names repeat from file to
+    file, and compiling costs more than searching a function body."""
+    return re.compile(re.escape(name.encode("utf-8", "replace")) + rb"(?![A-Za-z0-9_$])")
+
+
 def _node_parent(node: Node) -> Node | None:
     return node.parent
 
@@ -701,13 +718,14 @@ def scan_identifiers(within: Node, data: bytes, name: str,
     the nodes on the paths."""
     if not name:
         return
-    pat = re.compile(rb"(?<![A-Za-z0-9_$])" + re.escape(name.encode("utf-8", "replace"))
-                     + rb"(?![A-Za-z0-9_$])")
+    pat = _word_pattern(name)
     path = [within]                 # the cursor's node and its ancestors up to within
     opaque: list[str | None] = [None]
     cursor = within.walk()          # (Node.first_child_for_byte crashes on a leaf)
     for m in pat.finditer(data, within.start_byte, within.end_byte):
         s, e = m.span()
+        if s and data[s - 1] in _WORD_BYTES:
+            continue                                # the tail of a longer name
         while len(path) > 1 and (path[-1].start_byte > s or path[-1].end_byte < e):
             path.pop()
             opaque.pop()

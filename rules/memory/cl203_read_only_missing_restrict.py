@@ -73,13 +73,14 @@ class ReadOnlyMissingRestrict(Rule):
             return
         facts = ctx.analysis(PointerAccess)
         data = ctx.unit.data
+        templates = _Lazy(lambda: _template_statements(data))
         for kernel in kernels:
             if not_for_modern_cuda(kernel.node):
                 continue
             accesses = facts.kernel_params(kernel)
             by_name = {a.param.name: a for a in accesses}
-            other_declared = facts.has_other_declarations(kernel) or \
-                _explicitly_instantiated(data, kernel.name)
+            other_declared = _Lazy(lambda k=kernel: facts.has_other_declarations(k) or
+                                   _explicitly_instantiated(data, k.name, templates))
             for acc in accesses:
                 p = acc.param
                 if p.restrict or not acc.read_only:
@@ -119,7 +120,7 @@ class ReadOnlyMissingRestrict(Rule):
                         "one may, use `__ldg()`)")
         fix = None
         blocker = acc.const_blocker
-        if blocker is None and other_declared:
+        if blocker is None and not p.pointee_const and other_declared():
             blocker = f"`{kernel.name}` is declared or instantiated elsewhere too"
         if blocker is None and not p.pointee_const and \
                 ctx.analysis(PointerAccess).address_taken(kernel):
@@ -179,8 +180,45 @@ def _bare_type(t: str) -> str:
                     if w not in ("const", "volatile", "__restrict__", "struct"))
 
 
-def _explicitly_instantiated(data: bytes, name: str) -> bool:
+class _Lazy:
+    """A value computed on first call (most kernels never need it)."""
+
+    def __init__(self, compute):
+        self._compute = compute
+        self._done = False
+        self._value = None
+
+    def __call__(self):
+        if not self._done:
+            self._value, self._done = self._compute(), True
+        return self._value
+
+
+_TEMPLATE = re.compile(rb"\btemplate\s")
+
+
+def _template_statements(data: bytes) -> list[bytes]:
+    """The text after each ``template`` keyword up to the first ``;``, ``{`` or ``}``,
+    where that is a ``;`` (explicit instantiations and declarations)."""
     if b"template" not in data:
+        return []
+    out = []
+    stop = re.compile(rb"[;{}]")
+    end = -1                        # the first ;{} after the previous keyword (reused)
+    for m in _TEMPLATE.finditer(data):
+        if end < m.end():
+            found = stop.search(data, m.end())
+            end = found.start() if found is not None else len(data)
+        if end < len(data) and data[end] == ord(";"):
+            out.append(data[m.end():end])
+    return out
+
+
+def _explicitly_instantiated(data: bytes, name: str, templates) -> bool:
+    r"""``template ... name<...>...;`` (the same as searching
+    ``\btemplate\s+[^;{}]*\bname\s*<[^;{}]*;`` in the unit, without its backtracking)."""
+    statements = templates()
+    if not statements:
         return False
-    pat = re.compile(rb"\btemplate\s+[^;{}]*\b" + re.escape(name.encode()) + rb"\s*<[^;{}]*;")
-    return pat.search(data) is not None
+    pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*<")
+    return any(pat.search(st) for st in statements)
