@@ -103,3 +103,27 @@ def test_address_taken_scans_for_the_kernel_name():
         ctx = _ctx(base + use)
         (fn,) = ctx.model.kernels
         assert ctx.analysis(PointerAccess).address_taken(fn) is taken, use
+
+
+# ---- CL204: local_index.py --------------------------------------------------------------
+def _cl204(body: str) -> list:
+    src = "__global__ void k(float* y, const float* x, int n) {\n" \
+          "    int i = threadIdx.x;\n    float a[32];\n" \
+          "    for (int j = 0; j < 32; ++j) a[j] = x[j];\n" + body + "\n}\n"
+    return _findings(src, "CL204")
+
+
+def test_cl204_counts_every_access_of_a_deep_expression():
+    (d,) = _cl204("    y[i] = " + " + ".join(["a[n]"] * DEEP) + ";")
+    assert f"{DEEP} times after unrolling" in d.message
+    assert d.metrics["dynamic_accesses"] == DEEP
+
+
+def test_cl204_multiplies_the_trip_counts_of_nested_constant_loops():
+    loops = "    for (int p = 0; p < {0}; ++p)\n        for (int q = 0; q < {1}; ++q)\n" \
+            "            y[p * 4 + q] += a[n] + a[n + 1];"
+    (d,) = _cl204(loops.format(2, 4) + "\n" + loops.format(2, 2))
+    assert "24 times after unrolling" in d.message      # 2 * (2*4) + 2 * (2*2)
+    assert not _cl204(loops.format(1, 2))               # 4 accesses: selects
+    (d,) = _cl204("    while (n > 3) {\n" + loops.format(2, 2) + "\n    }")
+    assert "inside a loop that is not unrolled" in d.message

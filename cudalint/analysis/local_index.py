@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from tree_sitter import Node
 
@@ -41,6 +41,7 @@ MANY_ACCESSES = 8
 MANY_MIN_ELEMENTS = 16
 BIG_BYTES = 512
 _MAX_TRIP = 1 << 16
+_LOOPS = frozenset({"for_statement", "while_statement", "do_statement"})
 _UNROLL_ONE = re.compile(r"#\s*pragma\s+unroll\s*\(?\s*1\s*\)?\s*$")
 
 
@@ -97,6 +98,19 @@ class LocalArrayIndexing:
     def __init__(self, ctx: "UnitContext"):
         self.ctx = ctx
         self.model = ctx.model
+        # shared by the arrays of a unit: a loop's trip count is asked for at every access
+        # inside it, a local's single definition at every use in an index
+        self.parents: dict[int, Node] = {}
+        self._trips: dict[tuple[int, str], int | None] = {}
+        self._definitions: dict[tuple[int, str], Node | None] = {}
+        self._loops: dict[int, Node | None] = {}
+        self._contexts: dict[int, tuple[bool, int | None]] = {}
+
+    def parent(self, node: Node) -> Node | None:
+        """The parent, from the paths the identifier scans descended (``Node.parent``
+        descends from the root of the tree on every call)."""
+        p = self.parents.get(node.id)
+        return p if p is not None else node.parent
 
     @cached_property
     def arrays(self) -> list[LocalArrayFacts]:
@@ -128,32 +142,34 @@ class _Indexer:
 
     @cached_property
     def uses(self) -> list[Node]:
-        """Identifiers named like the array after its declaration, in the body."""
-        from .pointer_access import _is_declared_name
-        out = []
+        """Identifiers named like the array after its declaration, in the body, last
+        first (the order of the depth-first walk this replaced: the finding names the
+        first dynamic access in this order)."""
+        from .pointer_access import _is_declared_name, scan_identifiers
+        parent = self.owner.parent
         start = self.arr.name_node.end_byte
-        stack = [self.fn.body]
-        while stack:
-            node = stack.pop()
-            if node.type == "identifier":
-                if node.start_byte >= start and text(node) == self.arr.name and \
-                        not _is_declared_name(node):
-                    out.append(node)
-                continue
-            stack.extend(node.named_children)
+        out = [ident for ident, _, _ in scan_identifiers(
+                   self.fn.body, self.owner.ctx.unit.data, self.arr.name, self.owner.parents)
+               if ident.start_byte >= start and not _is_declared_name(ident, parent)]
+        out.reverse()
         return out
 
     def run(self) -> None:
+        parent = self.owner.parent
         for ident in self.uses:
             node = ident
             indices: list[Node] = []
-            while node.parent is not None and node.parent.type == "subscript_expression" \
-                    and node.parent.child_by_field_name("argument") is not None \
-                    and node.parent.child_by_field_name("argument").id == node.id:
-                idx = node.parent.child_by_field_name("indices")
+            while True:
+                up = parent(node)
+                if up is None or up.type != "subscript_expression":
+                    break
+                arg = up.child_by_field_name("argument")
+                if arg is None or arg.id != node.id:
+                    break
+                idx = up.child_by_field_name("indices")
                 if idx is not None:
                     indices.extend(idx.named_children)
-                node = node.parent
+                node = up
             if len(indices) != len(self.arr.dims):
                 self.facts.escapes = True      # decays to a pointer or partial row
                 continue
@@ -168,7 +184,7 @@ class _Indexer:
                     kind, why, source = k, w, s
             runtime, repeat = self.loop_context(node)
             self.facts.accesses.append(IndexFact(node, kind, why, source, runtime, repeat,
-                                                 _is_store(node)))
+                                                 _is_store(node, parent)))
 
     # ---- index classification --------------------------------------------------------
     def classify(self, n: Node, depth: int) -> tuple[str, str, str]:
@@ -238,6 +254,13 @@ class _Indexer:
 
     def single_definition(self, name: str, use: Node) -> Node | None:
         """The initializer of a local that is declared once and never assigned again."""
+        key = (self.fn.node.id, name)
+        memo = self.owner._definitions
+        if key not in memo:
+            memo[key] = self._single_definition(name)
+        return memo[key]
+
+    def _single_definition(self, name: str) -> Node | None:
         init = None
         count = 0
         stack = [self.fn.body]
@@ -266,17 +289,51 @@ class _Indexer:
         return init
 
     # ---- loops -----------------------------------------------------------------------
+    def nearest_loop(self, node: Node) -> Node | None:
+        """The innermost for/while/do statement around ``node`` in the body (memoised
+        for every node on the way up: an expression nested thousands deep is walked
+        once, not once per access in it)."""
+        memo = self.owner._loops
+        parent = self.owner.parent
+        body_id = self.fn.body.id
+        chain = []
+        cur = node
+        while True:
+            if cur.id in memo:
+                found = memo[cur.id]
+                break
+            p = parent(cur)
+            if p is None or p.id == body_id:
+                found = None
+                break
+            if p.type in _LOOPS:
+                found = p
+                break
+            chain.append(cur)
+            cur = p
+        memo[cur.id] = found
+        for x in chain:
+            memo[x.id] = found
+        return found
+
     def loop_of_counter(self, n: Node, name: str) -> Node | None:
-        cur = n.parent
-        while cur is not None and cur.id != self.fn.body.id:
+        cur = self.nearest_loop(n)
+        while cur is not None:
             if cur.type == "for_statement":
                 init = cur.child_by_field_name("initializer")
                 if init is not None and _declares(init, name):
                     return cur
-            cur = cur.parent
+            cur = self.nearest_loop(cur)
         return None
 
     def trip_count(self, loop: Node, name: str) -> int | None:
+        key = (loop.id, name)
+        memo = self.owner._trips
+        if key not in memo:
+            memo[key] = self._trip_count(loop, name)
+        return memo[key]
+
+    def _trip_count(self, loop: Node, name: str) -> int | None:
         init = loop.child_by_field_name("initializer")
         cond = loop.child_by_field_name("condition")
         upd = loop.child_by_field_name("update")
@@ -317,29 +374,34 @@ class _Indexer:
     def loop_context(self, node: Node) -> tuple[bool, int | None]:
         """(inside a loop with a run-time trip count or kept rolled, executions after
         unrolling the constant loops around it)."""
-        runtime = False
-        repeat: int | None = 1
-        cur = node.parent
-        while cur is not None and cur.id != self.fn.body.id:
-            if cur.type in ("while_statement", "do_statement"):
-                runtime = True
-                repeat = None
-            elif cur.type == "for_statement":
-                counter = _counter_name(cur)
-                trip = self.trip_count(cur, counter) if counter else None
-                if trip is None or _unroll_one(cur):
-                    runtime = True
-                    repeat = None
+        loop = self.nearest_loop(node)
+        if loop is None:
+            return False, 1
+        memo = self.owner._contexts        # loop id -> the context inside that loop
+        chain = []
+        cur: Node | None = loop
+        while cur is not None and cur.id not in memo:
+            chain.append(cur)
+            cur = self.nearest_loop(cur)
+        runtime, repeat = memo[cur.id] if cur is not None else (False, 1)
+        for lp in reversed(chain):
+            if lp.type == "for_statement":
+                counter = _counter_name(lp)
+                trip = self.trip_count(lp, counter) if counter else None
+                if trip is None or _unroll_one(lp):
+                    runtime, repeat = True, None
                 elif repeat is not None:
                     repeat *= trip
-            cur = cur.parent
-        return runtime, repeat
+            else:                                   # while, do
+                runtime, repeat = True, None
+            memo[lp.id] = (runtime, repeat)
+        return memo[loop.id]
 
 
-def _is_store(node: Node) -> bool:
-    p = node.parent
+def _is_store(node: Node, parent: "Callable[[Node], Node | None]") -> bool:
+    p = parent(node)
     while p is not None and p.type == "parenthesized_expression":
-        node, p = p, p.parent
+        node, p = p, parent(p)
     if p is None:
         return False
     if p.type == "assignment_expression":
