@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import re
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
+from operator import itemgetter
 
 from tree_sitter import Node, Tree
 
-from .consteval import eval_int
+from .consteval import MAX_TEXT, eval_int
 from .parse import captures, text
 
 FUNCTION_SPACES = ("__global__", "__device__", "__host__")
@@ -24,6 +24,9 @@ FUNCTION_SPACES = ("__global__", "__device__", "__host__")
 # a query costs about a quarter of the parse whatever its patterns (the walk dominates),
 # so one combined query instead of one per fact. Per-function facts take their slice of
 # these lists by byte range (Model.nodes_in) instead of querying the body again.
+# qualified_declaration: declarations with a type qualifier (const, constexpr, volatile,
+# __shared__), the only ones that can declare a constant; array_declaration: those that
+# declare an array. Both spare a Python pass over every declaration of the unit.
 INDEX_QUERY = """
 (declaration) @declaration
 (function_definition) @function_definition
@@ -34,7 +37,12 @@ INDEX_QUERY = """
 (pointer_expression operator: "*") @deref
 (call_expression function: (identifier) @callee)
 (struct_specifier name: (type_identifier) body: (field_declaration_list)) @struct
+(declaration (type_qualifier)) @qualified_declaration
+(declaration declarator: (array_declarator)) @array_declaration
+(declaration declarator: (init_declarator declarator: (array_declarator))) @array_declaration
 """
+# captures that can hold one node twice (a declaration with two matching children)
+_MAY_REPEAT = ("qualified_declaration", "array_declaration")
 
 
 @dataclass(eq=False)
@@ -54,28 +62,105 @@ class Param:
         return self.pointer_depth > 0 or self.is_array
 
 
-@dataclass(eq=False)
 class Function:
-    name: str
-    node: Node                  # function_definition
-    name_node: Node
-    spaces: frozenset[str]      # subset of __global__/__device__/__host__
-    params: list[Param]
-    body: Node | None
-    template_params: dict[str, int | None] = field(default_factory=dict)
-    is_template: bool = False
-    launch_bounds: tuple[int | None, int | None] | None = None
-    launch_bounds_node: Node | None = None
-    _env: dict[str, int] = field(default_factory=dict, repr=False)
-    # (kind, node) -> index nodes of that kind inside node (Model.nodes_in), if known
-    _nodes_in: Callable[[str, Node], list[Node]] | None = field(default=None, repr=False)
+    """A function definition. Its name, spaces and body are read when the model lists
+    the functions; everything else (parameters, template parameters, launch bounds,
+    constants) on first use: most functions of a unit are host code no rule looks into.
+    """
+
+    def __init__(self, name: str, node: Node, name_node: Node, spaces: frozenset[str],
+                 body: Node | None, declarator: Node | None = None,
+                 parent: Node | None = None, model: "Model | None" = None,
+                 params: list[Param] | None = None):
+        self.name = name
+        self.node = node                    # function_definition
+        self.name_node = name_node
+        self.spaces = spaces                # subset of __global__/__device__/__host__
+        self.body = body
+        self._declarator = declarator       # the function_declarator
+        self._parent = parent               # node.parent (template_declaration or not)
+        self._model = model
+        if params is not None:
+            self.params = params
+
+    def __repr__(self) -> str:
+        return f"Function(name={self.name!r}, spaces={sorted(self.spaces)!r})"
+
+    @cached_property
+    def params(self) -> list[Param]:
+        if self._declarator is None:
+            return []
+        params = [_param(p) for p in _children_of_type(
+            self._declarator.child_by_field_name("parameters"), "parameter_declaration")]
+        return [p for p in params if p is not None]
+
+    @cached_property
+    def _header(self) -> tuple[dict[str, int | None], bool, tuple[int | None, int | None]
+                               | None, Node | None, dict[str, int]]:
+        """(template parameters, is template, launch bounds, their node, and the
+        environment they are evaluated in, which ``constants`` then takes over)."""
+        env = dict(self._model.constants) if self._model is not None else {}
+        template_params: dict[str, int | None] = {}
+        is_template = False
+        launch_bounds = None
+        launch_bounds_node = None
+        parent = self._parent
+        if parent is not None and parent.type == "template_declaration":
+            is_template = True
+            plist = parent.child_by_field_name("parameters")
+            for tp in plist.named_children if plist is not None else []:
+                tname = tp.child_by_field_name("name") or tp.child_by_field_name("declarator")
+                default = tp.child_by_field_name("default_value")
+                if tname is None:
+                    continue
+                value = _eval(text(default), env) if default is not None else None
+                template_params[text(tname)] = value
+                if value is not None:
+                    env[text(tname)] = value
+                else:
+                    env.pop(text(tname), None)   # shadows any global of that name
+        for child in self.node.children:
+            if child.type == "launch_bounds":
+                args = [c for c in child.named_children]
+                launch_bounds_node = child
+                vals = [_eval(text(a), env) for a in args[:2]]
+                launch_bounds = (vals[0] if vals else None,
+                                 vals[1] if len(vals) > 1 else None)
+        return template_params, is_template, launch_bounds, launch_bounds_node, env
+
+    def _param_names(self) -> list[str]:
+        """The parameters' names, as ``params`` reads them (without the rest)."""
+        if self._declarator is None:
+            return []
+        return [_param_name(p) for p in _children_of_type(
+            self._declarator.child_by_field_name("parameters"), "parameter_declaration")]
+
+    @property
+    def template_params(self) -> dict[str, int | None]:
+        return self._header[0]
+
+    @property
+    def is_template(self) -> bool:
+        return self._header[1]
+
+    @property
+    def launch_bounds(self) -> tuple[int | None, int | None] | None:
+        return self._header[2]
+
+    @property
+    def launch_bounds_node(self) -> Node | None:
+        return self._header[3]
 
     @cached_property
     def constants(self) -> dict[str, int]:
         """Unit constants + template defaults + this function's const/constexpr locals."""
-        env = dict(self._env)
+        env = self._header[4]       # a copy of the unit's, made for this function
+        params = self.__dict__.get("params")
+        names = [p.name for p in params] if params is not None else self._param_names()
+        for name in names:      # parameters shadow constants of the same name
+            env.pop(name, None)
         if self.body is not None:
-            for decl in self.nodes_in("declaration"):
+            for decl in self.nodes_in("qualified_declaration"):   # const or constexpr
                 env.update(_const_declaration(decl, env))
         return env
 
@@ -83,9 +168,9 @@ class Function:
         """Nodes of an INDEX_QUERY capture inside the body, in source order."""
         if self.body is None:
             return []
-        if self._nodes_in is not None:
-            return self._nodes_in(kind, self.body)
-        return captures(INDEX_QUERY, self.body).get(kind, [])
+        if self._model is not None:
+            return self._model.nodes_in(kind, self.body)
+        return index_captures(self.body).get(kind, [])
 
     @property
     def is_kernel(self) -> bool:
@@ -105,11 +190,22 @@ class ArrayDecl:
     node: Node                  # the declaration
     name_node: Node
     elem_type: str
-    dims: list[int | None]      # None: unknown or empty ([])
     shared: bool
     extern: bool
     volatile: bool
     function: Function | None   # None at file scope
+    _sizes: list[Node | None] = field(default_factory=list, repr=False)  # outermost first
+    _model: "Model | None" = field(default=None, repr=False)
+
+    @cached_property
+    def dims(self) -> list[int | None]:
+        """Each dimension's size; None: unknown or empty ([]). Evaluated on first use
+        (the enclosing function's constants)."""
+        if self._model is None:
+            return [None] * len(self._sizes)
+        fn = self.function
+        env = fn.constants if fn is not None else self._model.constants
+        return [_eval(text(size), env) if size is not None else None for size in self._sizes]
 
     @property
     def elem_size(self) -> int | None:
@@ -122,9 +218,24 @@ class Launch:
     kernel: str                 # name as called (template arguments stripped)
     node: Node                  # call_expression
     config: list[Node]          # <<<grid, block, smem, stream>>> expressions
-    block: tuple[int, int, int] | None
-    grid: tuple[int, int, int] | None
     function: Function | None   # the host function holding the launch
+    _model: "Model | None" = field(default=None, repr=False)
+
+    # block and grid: resolved on first use (the host's constants, its declarations)
+    @cached_property
+    def block(self) -> tuple[int, int, int] | None:
+        return self._dim3(1)
+
+    @cached_property
+    def grid(self) -> tuple[int, int, int] | None:
+        return self._dim3(0)
+
+    def _dim3(self, k: int) -> tuple[int, int, int] | None:
+        if len(self.config) <= k or self._model is None:
+            return None
+        host = self.function
+        env = host.constants if host is not None else self._model.constants
+        return self._model.resolve_dim3(self.config[k], host, env)
 
 
 def _strip_template(name: str) -> str:
@@ -141,21 +252,23 @@ class Model:
     @cached_property
     def index(self) -> dict[str, list[Node]]:
         """INDEX_QUERY's captures over the whole unit, by capture name, in source order."""
-        return captures(INDEX_QUERY, self.root)
+        return index_captures(self.root)
 
     def nodes(self, kind: str) -> list[Node]:
         return self.index.get(kind, [])
 
     @cached_property
     def _starts(self) -> dict[str, list[int]]:
-        return {k: [n.start_byte for n in v] for k, v in self.index.items()}
+        return {}
 
     def nodes_in(self, kind: str, node: Node) -> list[Node]:
         """Index nodes of ``kind`` that start inside ``node`` (``node`` itself included)."""
         nodes = self.index.get(kind)
         if not nodes:
             return []
-        starts = self._starts[kind]
+        starts = self._starts.get(kind)
+        if starts is None:
+            starts = self._starts[kind] = [n.start_byte for n in nodes]
         lo = bisect_left(starts, node.start_byte)
         hi = bisect_left(starts, node.end_byte, lo)
         return nodes[lo:hi]
@@ -165,27 +278,25 @@ class Model:
     def constants(self) -> dict[str, int]:
         """Integer constants at file scope: object-like #define, constexpr/const ints, enums."""
         env = dict(self._extra)
-        events: list[tuple[int, str, Node]] = []
-        value_of = {}
+        events: list[tuple[int, int, Node]] = []
         for node in self.nodes("define"):
-            name = node.child_by_field_name("name")
-            events.append((name.start_byte, "dname", name))
-            value_of[node.id] = node.child_by_field_name("value")
-        for node in self.nodes("declaration"):
+            events.append((node.start_byte, 0, node))
+        for node in self.nodes("qualified_declaration"):   # others declare no constant
             parent = node.parent
             if parent is not None and (parent.type == "translation_unit" or (
                     parent.type == "declaration_list" and parent.parent is not None
                     and parent.parent.type == "namespace_definition")):
-                events.append((node.start_byte, "decl", node))
+                events.append((node.start_byte, 1, node))
         for node in self.nodes("enumerator_list"):
-            events.append((node.start_byte, "enum", node))
-        for _, kind, node in sorted(events, key=lambda e: e[0]):
-            if kind == "dname":
-                value = value_of.get(node.parent.id)
-                v = eval_int(macro_body(text(value)), env) if value is not None else None
+            events.append((node.start_byte, 2, node))
+        events.sort(key=_FIRST)
+        for _, kind, node in events:
+            if kind == 0:
+                value = node.child_by_field_name("value")
+                v = _eval(macro_body(text(value)), env) if value is not None else None
                 if v is not None:
-                    env[text(node)] = v
-            elif kind == "decl":
+                    env[text(node.child_by_field_name("name"))] = v
+            elif kind == 1:
                 env.update(_const_declaration(node, env))
             else:
                 env.update(_enum_values(node, env))
@@ -224,6 +335,21 @@ class Model:
         return [f for f in self.functions if f.name == name]
 
     def enclosing_function(self, node: Node) -> Function | None:
+        """The innermost function whose definition holds ``node`` (not ``node`` itself)."""
+        functions = self.functions
+        starts, reach = self._function_spans
+        start, end = node.start_byte, node.end_byte
+        j = bisect_right(starts, start) - 1
+        while j >= 0 and reach[j] >= end:
+            fn = functions[j]
+            f = fn.node
+            if f.end_byte >= end:
+                if f.start_byte < start and end < f.end_byte:
+                    return fn           # strictly inside: a descendant
+                break                   # shares an end with it: ask the tree
+            j -= 1
+        else:
+            return None
         by_id = self._function_by_node_id
         cur = node.parent
         while cur is not None:
@@ -234,11 +360,21 @@ class Model:
         return None
 
     @cached_property
+    def _function_spans(self) -> tuple[list[int], list[int]]:
+        """Start bytes of the functions (source order) and the furthest end so far."""
+        starts, reach = [], []
+        far = -1
+        for fn in self.functions:
+            starts.append(fn.node.start_byte)
+            far = max(far, fn.node.end_byte)
+            reach.append(far)
+        return starts, reach
+
+    @cached_property
     def _function_by_node_id(self) -> dict[int, Function]:
         return {f.node.id: f for f in self.functions}
 
     def _function(self, node: Node) -> Function | None:
-        spaces = frozenset(text(c) for c in node.children if c.type in FUNCTION_SPACES)
         declarator = node.child_by_field_name("declarator")
         while declarator is not None and declarator.type in (
                 "pointer_declarator", "reference_declarator"):
@@ -250,47 +386,20 @@ class Model:
             return None
         # a macro call followed by a block (CUDA_KERNEL_LOOP(i, n) { ... }) parses as a
         # nested function definition: it is not a function
-        if node.parent is not None and node.parent.type == "compound_statement":
-            return None
-        name = _strip_template(text(name_node).split("::")[-1])
-        params = [_param(p) for p in _children_of_type(
-            declarator.child_by_field_name("parameters"), "parameter_declaration")]
-        fn = Function(name=name, node=node, name_node=name_node, spaces=spaces,
-                      params=[p for p in params if p is not None],
-                      body=node.child_by_field_name("body"))
-        env = dict(self.constants)
         parent = node.parent
-        if parent is not None and parent.type == "template_declaration":
-            fn.is_template = True
-            plist = parent.child_by_field_name("parameters")
-            for tp in plist.named_children if plist is not None else []:
-                tname = tp.child_by_field_name("name") or tp.child_by_field_name("declarator")
-                default = tp.child_by_field_name("default_value")
-                if tname is None:
-                    continue
-                value = eval_int(text(default), env) if default is not None else None
-                fn.template_params[text(tname)] = value
-                if value is not None:
-                    env[text(tname)] = value
-                else:
-                    env.pop(text(tname), None)   # shadows any global of that name
-        for child in node.children:
-            if child.type == "launch_bounds":
-                args = [c for c in child.named_children]
-                fn.launch_bounds_node = child
-                vals = [eval_int(text(a), env) for a in args[:2]]
-                fn.launch_bounds = (vals[0] if vals else None, vals[1] if len(vals) > 1 else None)
-        for p in fn.params:   # parameters shadow constants of the same name
-            env.pop(p.name, None)
-        fn._env = env
-        fn._nodes_in = self.nodes_in
-        return fn
+        if parent is not None and parent.type == "compound_statement":
+            return None
+        spaces = frozenset(text(c) for c in node.children if c.type in FUNCTION_SPACES)
+        name = _strip_template(text(name_node).split("::")[-1])
+        return Function(name=name, node=node, name_node=name_node, spaces=spaces,
+                        body=node.child_by_field_name("body"), declarator=declarator,
+                        parent=parent, model=self)
 
     # ---- arrays --------------------------------------------------------------------
     @cached_property
     def arrays(self) -> list[ArrayDecl]:
         result = []
-        for decl in self.nodes("declaration"):
+        for decl in self.nodes("array_declaration"):
             result.extend(self._arrays_of(decl))
         return result
 
@@ -306,33 +415,31 @@ class Model:
                 and "static" not in _storage(a.node)]
 
     def _arrays_of(self, decl: Node) -> list[ArrayDecl]:
-        if not any(_is_array_declarator(d) for d in decl.children_by_field_name("declarator")):
-            return []                   # most declarations: no array, nothing to evaluate
+        """The arrays a declaration with an array declarator declares."""
         quals = {text(c) for c in decl.children if c.type == "type_qualifier"}
         storage = _storage(decl)
         shared = "__shared__" in quals or "__shared__" in storage
         type_node = decl.child_by_field_name("type")
         elem = text(type_node)
         fn = self.enclosing_function(decl)
-        env = fn.constants if fn is not None else self.constants
         out = []
         for d in decl.children_by_field_name("declarator"):
             if d.type == "init_declarator":
                 d = d.child_by_field_name("declarator")
             if d is None or d.type != "array_declarator":
                 continue
-            dims: list[int | None] = []
+            sizes: list[Node | None] = []
             cur = d
             while cur is not None and cur.type == "array_declarator":
-                size = cur.child_by_field_name("size")
-                dims.append(eval_int(text(size), env) if size is not None else None)
+                sizes.append(cur.child_by_field_name("size"))
                 cur = cur.child_by_field_name("declarator")
             if cur is None or cur.type != "identifier":
                 continue
-            dims.reverse()
+            sizes.reverse()
             out.append(ArrayDecl(name=text(cur), node=decl, name_node=cur, elem_type=elem,
-                                 dims=dims, shared=shared, extern="extern" in storage,
-                                 volatile="volatile" in quals, function=fn))
+                                 shared=shared, extern="extern" in storage,
+                                 volatile="volatile" in quals, function=fn, _sizes=sizes,
+                                 _model=self))
         return out
 
     # ---- launches ------------------------------------------------------------------
@@ -345,13 +452,9 @@ class Model:
             if fn_node is None or cfg is None:
                 continue
             config = [c for c in cfg.named_children if c.type != "comment"]
-            host = self.enclosing_function(call)
-            env = host.constants if host is not None else self.constants
-            block = self.resolve_dim3(config[1], host, env) if len(config) > 1 else None
-            grid = self.resolve_dim3(config[0], host, env) if config else None
             result.append(Launch(kernel=_strip_template(text(fn_node).split("::")[-1]),
-                                 node=call, config=config, block=block, grid=grid,
-                                 function=host))
+                                 node=call, config=config,
+                                 function=self.enclosing_function(call), _model=self))
         return result
 
     def resolve_dim3(self, node: Node, host: Function | None,
@@ -361,7 +464,7 @@ class Model:
             init = _last_initializer(host.nodes_in("declaration"), text(node),
                                      before=node.start_byte)
             if init is None:
-                value = eval_int(text(node), env)
+                value = _eval(text(node), env)
                 return (value, 1, 1) if value else None
             node = init
         if node.type in ("call_expression", "argument_list", "initializer_list"):
@@ -370,11 +473,11 @@ class Model:
             if node.type == "call_expression" and text(node.child_by_field_name("function")) \
                     != "dim3":
                 return None
-            vals = [eval_int(text(a), env) for a in (args.named_children if args else [])]
+            vals = [_eval(text(a), env) for a in (args.named_children if args else [])]
             if not vals or any(v is None or v <= 0 for v in vals) or len(vals) > 3:
                 return None
             return tuple(vals + [1] * (3 - len(vals)))  # type: ignore[return-value]
-        value = eval_int(text(node), env)
+        value = _eval(text(node), env)
         return (value, 1, 1) if value and value > 0 else None
 
     # ---- parse errors --------------------------------------------------------------
@@ -396,18 +499,58 @@ class Model:
 
 
 # ---- helpers -------------------------------------------------------------------------
+_FIRST = itemgetter(0)
+
+
+def index_captures(node: Node) -> dict[str, list[Node]]:
+    """INDEX_QUERY over ``node``: nodes by capture name, in source order, each once."""
+    result = captures(INDEX_QUERY, node)
+    for kind in _MAY_REPEAT:
+        nodes = result.get(kind)
+        if nodes and len(nodes) > 1:
+            seen: set[int] = set()
+            result[kind] = [n for n in nodes if not (n.id in seen or seen.add(n.id))]
+    return result
+
+
+def _eval(expr: str, env: dict[str, int] | None = None) -> int | None:
+    """eval_int, with the two commonest cases (a decimal literal, a name) read directly."""
+    if expr.isascii() and len(expr) <= MAX_TEXT:
+        if expr.isdigit():
+            if expr[0] != "0" or len(expr) == 1:
+                return int(expr)
+        elif expr.isidentifier():
+            if env and expr in env:
+                return env[expr]
+            if expr in ("true", "false"):
+                return int(expr == "true")
+            return None
+    return eval_int(expr, env)
+
+
 def _children_of_type(node: Node | None, kind: str) -> list[Node]:
     return [c for c in node.named_children if c.type == kind] if node is not None else []
 
 
-def _is_array_declarator(d: Node) -> bool:
-    if d.type == "init_declarator":
-        d = d.child_by_field_name("declarator")
-    return d is not None and d.type == "array_declarator"
-
-
 def _storage(decl: Node) -> set[str]:
     return {text(c) for c in decl.children if c.type == "storage_class_specifier"}
+
+
+_PARAM_DECLARATORS = ("pointer_declarator", "reference_declarator", "array_declarator",
+                      "abstract_pointer_declarator")
+_PARAM_INNER = ("identifier", "pointer_declarator", "reference_declarator",
+                "array_declarator")
+
+
+def _param_name(node: Node) -> str:
+    """``_param(node).name`` without the rest."""
+    cur = node.child_by_field_name("declarator")
+    while cur is not None and cur.type in _PARAM_DECLARATORS:
+        nxt = cur.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in cur.named_children if c.type in _PARAM_INNER), None)
+        cur = nxt
+    return text(cur) if cur is not None and cur.type == "identifier" else ""
 
 
 def _param(node: Node) -> Param | None:
@@ -421,8 +564,7 @@ def _param(node: Node) -> Param | None:
     decl = node.child_by_field_name("declarator")
     cur = decl
     first_pointer = True
-    while cur is not None and cur.type in ("pointer_declarator", "reference_declarator",
-                                           "array_declarator", "abstract_pointer_declarator"):
+    while cur is not None and cur.type in _PARAM_DECLARATORS:
         if cur.type in ("pointer_declarator", "abstract_pointer_declarator"):
             depth += 1
             if first_pointer:
@@ -437,9 +579,7 @@ def _param(node: Node) -> Param | None:
             is_array = True
         nxt = cur.child_by_field_name("declarator")
         if nxt is None:
-            nxt = next((c for c in cur.named_children if c.type in (
-                "identifier", "pointer_declarator", "reference_declarator",
-                "array_declarator")), None)
+            nxt = next((c for c in cur.named_children if c.type in _PARAM_INNER), None)
         cur = nxt
     name_node = cur if cur is not None and cur.type == "identifier" else None
     return Param(name=text(name_node) if name_node is not None else "", node=node,
@@ -468,7 +608,7 @@ def _const_declaration(decl: Node, env: dict[str, int]) -> dict[str, int]:
             if len(value.named_children) != 1:
                 continue
             value = value.named_children[0]
-        v = eval_int(text(value), {**env, **out})
+        v = _eval(text(value), ({**env, **out} if out else env))
         if v is not None:
             out[text(name)] = v
     return out
@@ -481,7 +621,7 @@ def _enum_values(node: Node, env: dict[str, int]) -> dict[str, int]:
         name = e.child_by_field_name("name")
         value = e.child_by_field_name("value")
         if value is not None:
-            v = eval_int(text(value), {**env, **out})
+            v = _eval(text(value), ({**env, **out} if out else env))
             if v is None:
                 return out      # later values depend on an unknown: stop
             nxt = v
@@ -493,9 +633,12 @@ def _enum_values(node: Node, env: dict[str, int]) -> dict[str, int]:
 def _last_initializer(declarations: list[Node], name: str, before: int) -> Node | None:
     """The initializer of the last declaration of ``name`` before a byte offset."""
     best = None
+    key = name.encode() if "\ufffd" not in name else b""
     for decl in declarations:
         if decl.start_byte >= before:
             break
+        if key not in decl.text:
+            continue            # cannot declare it
         for d in decl.children_by_field_name("declarator"):
             if d.type == "init_declarator" and text(d.child_by_field_name("declarator")) == name:
                 best = d.child_by_field_name("value")

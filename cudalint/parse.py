@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from operator import attrgetter
 
 import tree_sitter
 import tree_sitter_cuda
@@ -26,8 +27,11 @@ def captures(source: str, node: tree_sitter.Node) -> dict[str, list[tree_sitter.
     """Run a (cached, compiled) query over ``node``; captures grouped by name, in order."""
     result = tree_sitter.QueryCursor(query(source)).captures(node)
     for nodes in result.values():
-        nodes.sort(key=lambda n: n.start_byte)
+        nodes.sort(key=_START)        # the cursor yields them in no useful order
     return result
+
+
+_START = attrgetter("start_byte")
 
 
 def text(node: tree_sitter.Node | None) -> str:
