@@ -15,8 +15,6 @@ import os
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from . import __version__
 
 SUBCOMMANDS = ("check", "rule", "occupancy", "server", "version")
@@ -268,8 +266,8 @@ def _check(args) -> int:
     # --output-file: rendered in memory, written atomically at the end (a run killed
     # midway leaves the previous report, never half of a new one)
     out_stream = io.StringIO() if args.output_file else sys.stdout
-    console = Console(file=out_stream, highlight=False, soft_wrap=True, emoji=False,
-                      force_terminal=None if out_stream is sys.stdout else False)
+    from .output.console import make_console
+    console = make_console(out_stream, forced_plain=out_stream is not sys.stdout)
     fmt = args.output_format or ("concise" if args.quiet else "full")
     fixed_total = 0
     would_change = 0

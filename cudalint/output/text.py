@@ -1,15 +1,16 @@
 """Human formats: ``full`` (source excerpt with the span underlined, like ruff) and
-``concise`` (one line per finding), plus ``--statistics``."""
+``concise`` (one line per finding), plus ``--statistics``. Lines are written as parts
+through :func:`cudalint.output.console.line` (rich on a terminal, plain text otherwise)."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from .console import line
 
-from ..diagnostics import Diagnostic
-from ..engine import FileResult
+if TYPE_CHECKING:
+    from ..diagnostics import Diagnostic
+    from ..engine import FileResult
 
 _STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 
@@ -24,53 +25,53 @@ def _fix_marker(d: Diagnostic, unsafe: bool) -> str:
     return "[*] " if d.fix.is_safe or unsafe else ""
 
 
-def render_concise(results, console: Console, unsafe_fixes: bool = False,
+def _headline(d: Diagnostic, unsafe_fixes: bool) -> list:
+    return [("bold", d.filename), f":{d.row}:{d.column}: ", (_STYLE[d.severity], d.code),
+            " ", _fix_marker(d, unsafe_fixes), d.message]
+
+
+def render_concise(results, console, unsafe_fixes: bool = False,
                    quiet: bool = False, **_) -> None:
     for d in _all(results):
-        console.print(
-            f"[bold]{escape(d.filename)}[/]:{d.row}:{d.column}: "
-            f"[{_STYLE[d.severity]}]{d.code}[/] {escape(_fix_marker(d, unsafe_fixes))}"
-            f"{escape(d.message)}", highlight=False, soft_wrap=True)
+        line(console, _headline(d, unsafe_fixes), highlight=False, soft_wrap=True)
     if not quiet:
         _summary(results, console, unsafe_fixes)
 
 
-def render_full(results, console: Console, unsafe_fixes: bool = False, quiet: bool = False,
+def render_full(results, console, unsafe_fixes: bool = False, quiet: bool = False,
                 **_) -> None:
     by_file = {r.path: r for r in results}
     for d in _all(results):
         res = by_file[d.filename]
-        console.print(
-            f"[bold]{escape(d.filename)}[/]:{d.row}:{d.column}: "
-            f"[{_STYLE[d.severity]}]{d.code}[/] {escape(_fix_marker(d, unsafe_fixes))}"
-            f"{escape(d.message)}", highlight=False, soft_wrap=True)
+        line(console, _headline(d, unsafe_fixes), highlight=False, soft_wrap=True)
         _excerpt(console, res, d)
         if d.metrics:
             shown = ", ".join(f"{k}={v}" for k, v in d.metrics.items()
                               if isinstance(v, (int, float, str)))
             if shown:
-                console.print(f"  [dim]= metrics: {escape(shown)}[/]", highlight=False)
+                line(console, ["  ", ("dim", f"= metrics: {shown}")], highlight=False)
         if d.fix is not None:
             tag = "" if d.fix.is_safe else " (unsafe)"
-            console.print(f"  [cyan]= help[/]: {escape(d.fix.message)}{tag}", highlight=False)
+            line(console, ["  ", ("cyan", "= help"), ": ", d.fix.message, tag],
+                 highlight=False)
         console.print()
     if not quiet:
         _summary(results, console, unsafe_fixes)
 
 
-def _excerpt(console: Console, res: FileResult, d: Diagnostic) -> None:
+def _excerpt(console, res: FileResult, d: Diagnostic) -> None:
     rows = list(range(max(1, d.row - 1), min(d.end_row, d.row + 3) + 1))
     rows = [r for r in rows if r in res.lines]
     if not rows:
         return
     width = len(str(rows[-1]))
     pad = " " * width
-    console.print(f"[blue]{pad} |[/]", highlight=False)
+    line(console, [("blue", f"{pad} |")], highlight=False)
     for r in rows:
-        line = res.lines[r].replace("\t", "    ")
+        text = res.lines[r].replace("\t", "    ")
         raw = res.lines[r]
-        console.print(f"[blue]{r:>{width}} |[/] {escape(line)}", highlight=False,
-                      soft_wrap=True)
+        line(console, [("blue", f"{r:>{width}} |"), " ", text], highlight=False,
+             soft_wrap=True)
         if d.row <= r <= d.end_row:
             start = d.column - 1 if r == d.row else len(raw) - len(raw.lstrip())
             end = d.end_column - 1 if r == d.end_row else len(raw)
@@ -78,17 +79,18 @@ def _excerpt(console: Console, res: FileResult, d: Diagnostic) -> None:
             end_vis = len(raw[:end].replace("\t", "    "))
             carets = "^" * max(1, end_vis - start_vis)
             label = f" {d.code}" if r == d.end_row or r == rows[-1] else ""
-            console.print(f"[blue]{pad} |[/] {' ' * start_vis}[{_STYLE[d.severity]}]"
-                          f"{carets}{label}[/]", highlight=False, soft_wrap=True)
-    console.print(f"[blue]{pad} |[/]", highlight=False)
+            line(console, [("blue", f"{pad} |"), f" {' ' * start_vis}",
+                           (_STYLE[d.severity], f"{carets}{label}")],
+                 highlight=False, soft_wrap=True)
+    line(console, [("blue", f"{pad} |")], highlight=False)
 
 
-def _summary(results, console: Console, unsafe_fixes: bool) -> None:
+def _summary(results, console, unsafe_fixes: bool) -> None:
     diags = _all(results)
     errors = [r for r in results if r.error]
     for r in errors:
-        console.print(f"[bold red]error[/]: {escape(r.path)}: {escape(r.error or '')}",
-                      highlight=False)
+        line(console, [("bold red", "error"), ": ", r.path, ": ", r.error or ""],
+             highlight=False)
     if not diags:
         console.print("All checks passed!", highlight=False)
         return
@@ -98,16 +100,21 @@ def _summary(results, console: Console, unsafe_fixes: bool) -> None:
     hidden = sum(1 for d in diags if d.fix is not None and not d.fix.is_safe
                  and not unsafe_fixes)
     if safe:
-        console.print(f"[cyan][*][/] {safe} fixable with the `--fix` option"
-                      + (f" ({hidden} hidden fixes can be enabled with the "
-                         "`--unsafe-fixes` option)." if hidden else "."), highlight=False)
+        line(console, [("cyan", "[*]"), f" {safe} fixable with the `--fix` option"
+                       + (f" ({hidden} hidden fixes can be enabled with the "
+                          "`--unsafe-fixes` option)." if hidden else ".")], highlight=False)
     elif hidden:
         console.print(f"No fixes available ({hidden} hidden fixes can be enabled with the "
                       "`--unsafe-fixes` option).", highlight=False)
 
 
-def render_statistics(results, console: Console, unsafe_fixes: bool = False) -> None:
+def render_statistics(results, console, unsafe_fixes: bool = False) -> None:
+    from rich.table import Table
+
     from ..rule import all_rules
+    from .console import PlainConsole
+    if isinstance(console, PlainConsole):
+        console = console.rich()
     counts = Counter(d.code for d in _all(results))
     fixable = Counter(d.code for d in _all(results)
                       if d.fix is not None and (d.fix.is_safe or unsafe_fixes))
