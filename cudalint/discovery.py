@@ -241,6 +241,28 @@ def discover(paths: list[str], resolver: ConfigResolver) -> list[Target]:
     return targets
 
 
+_HASH_INCLUDE = re.compile(rb'#\s*include\s*"([^"]+)"')
+_BLANK = b" \t\r\f\v"
+
+
+def _include_names(head: bytes) -> list[bytes]:
+    """``_INCLUDE.finditer(head)``'s names, about ten times faster: the regex engine looks
+    for ``#`` instead of trying ``^\\s*`` at every line start; a ``#`` counts when only
+    blanks stand before it on its line (what ``^\\s*`` allows)."""
+    out = []
+    pos = 0
+    while True:
+        m = _HASH_INCLUDE.search(head, pos)
+        if m is None:
+            return out
+        start = m.start()
+        if head[head.rfind(b"\n", 0, start) + 1:start].strip(_BLANK):
+            pos = start + 1
+        else:
+            out.append(m.group(1))
+            pos = m.end()
+
+
 def _local_includes(path: Path) -> list[Path]:
     try:
         with open(path, "rb") as fh:
@@ -248,11 +270,14 @@ def _local_includes(path: Path) -> list[Path]:
     except OSError:
         return []
     out = []
-    for m in _INCLUDE.finditer(head):
+    parent = None
+    for raw in _include_names(head):
         try:
-            candidate = path.parent / m.group(1).decode("utf-8")
+            name = raw.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        if candidate.is_file():
-            out.append(candidate)
+        if parent is None:
+            parent = path.parent
+        if os.path.isfile(os.path.join(parent, name)):
+            out.append(parent / name)
     return out

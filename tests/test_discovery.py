@@ -61,3 +61,26 @@ def test_display_names_and_settings_per_folder(tmp_path, monkeypatch):
     assert found[os.path.join("a", "k.cu")].settings.arch == "sm_80"
     assert found[os.path.join("..", "q", "k.cu")].settings.arch == "sm_90"
     assert found[os.path.join("a", "CMakeLists.txt")].kind == "cmake"
+
+
+def test_include_scan_agrees_with_the_line_regex():
+    """_include_names is a faster _INCLUDE.finditer: same names on any bytes (blank lines,
+    # and include on different lines, directives mid-line, names spanning lines)."""
+    import random
+    from cudalint.discovery import _INCLUDE, _include_names
+    rng = random.Random(7)
+    alphabet = [b"#", b"include", b" ", b"\n", b"\t", b'"', b"a", b"x.h", b"\r", b"\v", b"\f",
+                b"# include", b"//", b"#include \"h.cuh\"\n"]
+    for _ in range(50000):
+        data = b"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))
+        assert _include_names(data) == [m.group(1) for m in _INCLUDE.finditer(data)], data
+
+
+def test_included_headers_are_targets(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    tree(tmp_path, {"src/k.cu": '#include "a.h"\n  #  include "../inc/b.hpp"\nx #include "c.h"\n'
+                                '#include "missing.h"\n#include "d.txt"\n',
+                    "src/a.h": "", "inc/b.hpp": "", "src/c.h": "", "src/d.txt": ""})
+    got = sorted(t.display for t in discover(["src"], ConfigResolver()))
+    assert got == sorted([os.path.join("src", "k.cu"), os.path.join("src", "a.h"),
+                          os.path.join("inc", "b.hpp")])
