@@ -127,3 +127,13 @@ def test_cl204_multiplies_the_trip_counts_of_nested_constant_loops():
     assert not _cl204(loops.format(1, 2))               # 4 accesses: selects
     (d,) = _cl204("    while (n > 3) {\n" + loops.format(2, 2) + "\n    }")
     assert "inside a loop that is not unrolled" in d.message
+
+
+def test_cl204_a_counter_changed_in_its_loop_has_no_constant_trip_count():
+    loop = "    float t = 0;\n    for (int p = 0; p < 2; ++p)\n" \
+           "        for (int q = 0; q < 2; ++q) {{ y[q] += a[n]; {0} }}"
+    assert not _cl204(loop.format("t += 1;"))           # 4 accesses: selects
+    for change in ("q += 1;", "++q;", "q = n;", "if (n) { p--; }"):
+        (d,) = _cl204(loop.format(change))
+        assert "inside a loop that is not unrolled" in d.message, change
+    assert not _cl204(loop.format("t = (q) + p;"))

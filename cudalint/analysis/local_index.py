@@ -21,6 +21,8 @@ constants, template parameters and counters of loops with constant bounds.
 from __future__ import annotations
 
 import re
+
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Callable
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Callable
 from tree_sitter import Node
 
 from ..consteval import eval_int, sizeof_type
-from ..parse import text
+from ..parse import captures, text
 
 if TYPE_CHECKING:
     from ..context import UnitContext
@@ -41,6 +43,10 @@ MANY_ACCESSES = 8
 MANY_MIN_ELEMENTS = 16
 BIG_BYTES = 512
 _MAX_TRIP = 1 << 16
+_TARGETS = """
+(assignment_expression left: _ @t)
+(update_expression argument: _ @t)
+"""
 _LOOPS = frozenset({"for_statement", "while_statement", "do_statement"})
 _UNROLL_ONE = re.compile(r"#\s*pragma\s+unroll\s*\(?\s*1\s*\)?\s*$")
 
@@ -105,12 +111,33 @@ class LocalArrayIndexing:
         self._definitions: dict[tuple[int, str], Node | None] = {}
         self._loops: dict[int, Node | None] = {}
         self._contexts: dict[int, tuple[bool, int | None]] = {}
+        self._modified: dict[int, dict[str, list[int]]] = {}
 
     def parent(self, node: Node) -> Node | None:
         """The parent, from the paths the identifier scans descended (``Node.parent``
         descends from the root of the tree on every call)."""
         p = self.parents.get(node.id)
         return p if p is not None else node.parent
+
+    def modified_within(self, fn: "Function", name: str, node: Node) -> bool:
+        """Is ``name`` assigned (any operator) or incremented inside ``node``?"""
+        sites = self._modification_sites(fn).get(name)
+        if not sites:
+            return False
+        i = bisect_left(sites, node.start_byte)
+        return i < len(sites) and sites[i] < node.end_byte
+
+    def _modification_sites(self, fn: "Function") -> dict[str, list[int]]:
+        """Start bytes of the targets of assignments and increments in the body, by their
+        text: one query per function instead of a walk of every loop body per trip count
+        (nested loops made that quadratic)."""
+        sites = self._modified.get(fn.node.id)
+        if sites is None:
+            sites = self._modified[fn.node.id] = {}
+            if fn.body is not None:
+                for t in captures(_TARGETS, fn.body).get("t", []):
+                    sites.setdefault(text(t), []).append(t.start_byte)
+        return sites
 
     @cached_property
     def arrays(self) -> list[LocalArrayFacts]:
@@ -355,7 +382,8 @@ class _Indexer:
         step = _step(upd, name, self.env)
         if step is None or step == 0:
             return None
-        if _modified_in(loop.child_by_field_name("body"), name):
+        body = loop.child_by_field_name("body")
+        if body is not None and self.owner.modified_within(self.fn, name, body):
             return None
         if op in ("<", "<=") and step > 0:
             last = bound - (op == "<")
@@ -441,20 +469,6 @@ def _step(upd: Node, name: str, env: dict[str, int]) -> int | None:
             return None
         return v if op == "+=" else -v if op == "-=" else None
     return None
-
-
-def _modified_in(body: Node | None, name: str) -> bool:
-    if body is None:
-        return False
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if node.type in ("assignment_expression", "update_expression"):
-            target = node.child_by_field_name("left") or node.child_by_field_name("argument")
-            if target is not None and text(target) == name:
-                return True
-        stack.extend(node.named_children)
-    return False
 
 
 def _unroll_one(loop: Node) -> bool:

@@ -709,13 +709,26 @@ def scan_identifiers(within: Node, data: bytes, name: str,
                      parents: dict[int, Node] | None = None
                      ) -> Iterator[tuple[Node, list[Node], str | None]]:
     """Every ``identifier`` node spelled ``name`` inside ``within``, in source order, the
-    same ones a ``(identifier)`` query finds: the text is searched for the name and the
-    tree descended to each match (from the deepest node of the previous path that still
-    contains it, so a whole scan costs about one walk of the nodes on those paths, however
-    deep they are). Yields (identifier, path from ``within`` down to it, why it is opaque:
-    the innermost lambda, inline assembly or ERROR node around it, or None); the path is
-    reused, read it before the next item. ``parents`` (node id -> parent) is filled for
-    the nodes on the paths."""
+    same ones a ``(identifier)`` query finds (see scan_paths). Yields (identifier, path
+    from ``within`` down to it, why it is opaque: the innermost lambda, inline assembly or
+    ERROR node around it, or None); the path is reused, read it before the next item."""
+    for s, e, path, opaque in scan_paths(within, data, name, parents):
+        cur = path[-1]
+        if cur.type == "identifier" and cur.is_named and cur.start_byte == s and \
+                cur.end_byte == e and len(path) > 1:
+            yield cur, path, opaque[-2]
+
+
+def scan_paths(within: Node, data: bytes, name: str,
+               parents: dict[int, Node] | None = None
+               ) -> Iterator[tuple[int, int, list[Node], list[str | None]]]:
+    """Where ``name`` is written as a word inside ``within``: the text is searched for it
+    and the tree descended to each match (from the deepest node of the previous path
+    that still contains it, so a whole scan costs about one walk of the nodes on those
+    paths, however deep they are). Yields (start, end, every node from ``within`` down to
+    the smallest that contains the match, the innermost lambda / inline assembly / ERROR
+    around each of them); the lists are reused, read them before the next item.
+    ``parents`` (node id -> parent) is filled for the nodes on the paths."""
     if not name:
         return
     pat = _word_pattern(name)
@@ -741,9 +754,7 @@ def scan_identifiers(within: Node, data: bytes, name: str,
             path.append(child)
             opaque.append(_OPAQUE.get(child.type, opaque[-1]))
             cur = child
-        if cur.type == "identifier" and cur.is_named and cur.start_byte == s and \
-                cur.end_byte == e and len(path) > 1:
-            yield cur, path, opaque[-2]
+        yield s, e, path, opaque
 
 
 def _same(a: Node | None, b: Node | None) -> bool:
