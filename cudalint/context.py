@@ -10,6 +10,8 @@ memoised by identity of the callable.
 """
 from __future__ import annotations
 
+import ast
+import warnings
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
@@ -85,6 +87,35 @@ class FileContext:
         self.file = file
         self.settings = settings
         self._analyses: dict[Any, Any] = {}
+
+    @cached_property
+    def python_tree(self) -> "ast.Module | None":
+        """The file parsed by ``ast`` once for every file rule (None when it does not
+        parse, or nests too deeply for the parser). Never imported or run."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")      # invalid escapes: not ours to report
+                return ast.parse(self.file.text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+    def ast_offset(self, lineno: int, col_offset: int) -> int:
+        """The character offset in the file of an ``ast`` position (``col_offset`` counts
+        UTF-8 bytes; lines are the parser's, so a form feed or U+2028 inside a line does
+        not shift them as ``str.splitlines`` would)."""
+        starts = self.file.line_starts
+        row = max(1, min(lineno, len(starts))) - 1
+        start = starts[row]
+        end = starts[row + 1] if row + 1 < len(starts) else len(self.file.text)
+        line = self.file.text[start:end]
+        if line.isascii():
+            return start + min(col_offset, len(line))
+        return start + len(line.encode("utf-8", "surrogatepass")[:col_offset]
+                           .decode("utf-8", "replace"))
+
+    def ast_span(self, node: "ast.AST") -> tuple[int, int]:
+        return (self.ast_offset(node.lineno, node.col_offset),
+                self.ast_offset(node.end_lineno, node.end_col_offset))
 
     def analysis(self, factory: Callable[["FileContext"], T]) -> T:
         if factory not in self._analyses:

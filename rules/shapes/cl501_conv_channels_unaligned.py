@@ -1,5 +1,4 @@
 import ast
-import warnings
 
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
@@ -48,16 +47,9 @@ class ConvChannelsUnaligned(Rule):
         text = ctx.file.text
         if "Conv" not in text and "Linear" not in text:
             return
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")      # invalid escapes: not ours to report
-                tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):   # MemoryError:
-            return                                   # brackets nested too deeply
-        lines = text.splitlines(keepends=True)
-        starts = [0]
-        for ln in lines:
-            starts.append(starts[-1] + len(ln))
+        tree = ctx.python_tree
+        if tree is None:
+            return
         torchy = "torch" in text
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
@@ -76,8 +68,7 @@ class ConvChannelsUnaligned(Rule):
                 v = arg.value
                 if v % 8 == 0:
                     continue
-                start = _off(starts, lines, arg.lineno, arg.col_offset)
-                end = _off(starts, lines, arg.end_lineno, arg.end_col_offset)
+                start, end = ctx.ast_span(arg)
                 if name in _CONV and role == "in_channels" and v in (1, 3):
                     yield Finding(start, end,
                                   f"first-layer `{name}` with {v} input channel"
@@ -119,8 +110,3 @@ def _arg(call, pos, kw):
     if pos < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:pos + 1]):
         return call.args[pos]
     return None
-
-
-def _off(starts, lines, line, col):
-    row = lines[line - 1] if line - 1 < len(lines) else ""
-    return starts[line - 1] + len(row.encode("utf-8")[:col].decode("utf-8", "replace"))

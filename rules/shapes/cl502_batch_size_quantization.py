@@ -1,11 +1,10 @@
 import ast
 import re
-import warnings
 
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 
-from .cl501_conv_channels_unaligned import _CONV, _arg, _layer, _off
+from .cl501_conv_channels_unaligned import _CONV, _arg, _layer
 
 _LOADERS = {"DataLoader"}
 _ROLES = {"Linear": (("in_features", 0), ("out_features", 1)),
@@ -64,20 +63,10 @@ class BatchSizeQuantization(Rule):
         if not any(w in text for w in ("DataLoader", "Conv", "Linear")) or \
                 not TORCH_IMPORT.search(text):
             return
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = ctx.python_tree
+        if tree is None:
             return
-        lines = text.splitlines(keepends=True)
-        starts = [0]
-        for ln in lines:
-            starts.append(starts[-1] + len(ln))
-
-        def at(node):
-            return (_off(starts, lines, node.lineno, node.col_offset),
-                    _off(starts, lines, node.end_lineno, node.end_col_offset))
+        at = ctx.ast_span
 
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):

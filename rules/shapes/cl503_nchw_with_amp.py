@@ -1,11 +1,10 @@
 import ast
 import re
-import warnings
 
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 
-from .cl501_conv_channels_unaligned import _layer, _off
+from .cl501_conv_channels_unaligned import _layer
 from .cl502_batch_size_quantization import TORCH_IMPORT
 
 _CONV_NHWC = {"Conv2d", "Conv3d"}
@@ -67,11 +66,8 @@ class NchwWithAmp(Rule):
             return
         if not any(w in text for w in ("autocast", "GradScaler", ".half(")):
             return
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = ctx.python_tree
+        if tree is None:
             return
         cuda_import = _CUDA_AMP_IMPORT.search(text) is not None
         convs: list[ast.Call] = []
@@ -88,12 +84,7 @@ class NchwWithAmp(Rule):
         if not convs or not amp:
             return
         node, kind = min(amp, key=lambda a: (a[0].lineno, a[0].col_offset))
-        lines = text.splitlines(keepends=True)
-        starts = [0]
-        for ln in lines:
-            starts.append(starts[-1] + len(ln))
-        start = _off(starts, lines, node.lineno, node.col_offset)
-        end = _off(starts, lines, node.end_lineno, node.end_col_offset)
+        start, end = ctx.ast_span(node)
         n = len(convs)
         first = min(convs, key=lambda c: (c.lineno, c.col_offset))
         yield Finding(start, end,
