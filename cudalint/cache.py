@@ -218,6 +218,8 @@ def decode_result(data: tuple) -> "FileResult | None":
     from .engine import FileResult
     try:
         path, loc, lines, raw = data
+        if not raw and not lines and type(path) is str and type(loc) is int:
+            return FileResult(path, [], {}, loc)       # most files: nothing to check
         diags = []
         for (code, name, message, severity, filename, row, column, end_row, end_column,
              start, end, fix, metrics, url, suppressed, noqa_row, rc) in raw:

@@ -249,9 +249,7 @@ def _write_output(args, stream) -> None:
 
 def _check(args) -> int:
     from .config import ConfigResolver
-    from .discovery import Target, discover
-    from .engine import lint_bytes
-    from .fixes import fix_text, unified_diff, write_atomic
+    from .discovery import discover
     from .output import FORMATS as RENDER
     from .output.text import render_statistics
     from .runner import run
@@ -273,6 +271,8 @@ def _check(args) -> int:
     would_change = 0
 
     if stdin_mode:
+        from .engine import lint_bytes
+        from .fixes import fix_text, unified_diff
         name = args.stdin_filename or "-"
         data = sys.stdin.buffer.read()
         path = Path(name)
@@ -308,6 +308,7 @@ def _check(args) -> int:
             targets = [t for t in targets if not _excluded(t.path, t.settings)]
         results = run(targets, use_cache=not args.no_cache, jobs=args.jobs)
         if args.fix or args.diff:
+            from .fixes import fix_text, unified_diff, write_atomic
             changed: dict[int, bool] = {}
             for i, (t, res) in enumerate(zip(targets, results)):
                 if not any(d.fix is not None and (d.fix.is_safe or args.unsafe_fixes)

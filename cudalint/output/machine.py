@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape, quoteattr
 
-from ..engine import FileResult
+if TYPE_CHECKING:
+    from ..engine import FileResult
 
 
 def _write(console, text: str) -> None:
