@@ -26,7 +26,11 @@ FUNCTION_SPACES = ("__global__", "__device__", "__host__")
 # these lists by byte range (Model.nodes_in) instead of querying the body again.
 # qualified_declaration: declarations with a type qualifier (const, constexpr, volatile,
 # __shared__), the only ones that can declare a constant; array_declaration: those that
-# declare an array. Both spare a Python pass over every declaration of the unit.
+# declare an array; function_like_declaration: those that can declare a function (a
+# function declarator, possibly under pointer or reference declarators). They spare
+# Python passes over every declaration of the unit. assigned / updated / address_taken:
+# the identifiers a statement writes (the lane engine's reaching values), which would
+# otherwise cost a walk of each kernel body.
 INDEX_QUERY = """
 (declaration) @declaration
 (function_definition) @function_definition
@@ -40,9 +44,14 @@ INDEX_QUERY = """
 (declaration (type_qualifier)) @qualified_declaration
 (declaration declarator: (array_declarator)) @array_declaration
 (declaration declarator: (init_declarator declarator: (array_declarator))) @array_declaration
+(declaration declarator: [(function_declarator) (pointer_declarator) (reference_declarator)])
+  @function_like_declaration
+(assignment_expression left: (identifier) @assigned)
+(update_expression argument: (identifier) @updated)
+(pointer_expression operator: "&" argument: (identifier) @address_taken)
 """
 # captures that can hold one node twice (a declaration with two matching children)
-_MAY_REPEAT = ("qualified_declaration", "array_declaration")
+_MAY_REPEAT = ("qualified_declaration", "array_declaration", "function_like_declaration")
 
 
 @dataclass(eq=False)

@@ -292,3 +292,76 @@ def test_vector_remedy_only_for_record_aligned_groups():
     # two halves of neighbouring records: never one aligned vector
     straddle = message("  o[i] = p[2 * i + 1] + p[2 * i + 2];\n")
     assert "vector" not in straddle and "SoA" in straddle
+
+
+# ---- the lane engine's vector fast paths against their per-element definitions --------
+
+def _c_op(op, x, y):
+    """C integer semantics, one column: division truncates toward zero."""
+    if op in ("/", "%"):
+        q = abs(x) // abs(y)
+        q = q if (x >= 0) == (y >= 0) else -q
+        return q if op == "/" else x - y * q
+    return {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
+            "<<": lambda: x << y, ">>": lambda: x >> y, "&": lambda: x & y,
+            "|": lambda: x | y, "^": lambda: x ^ y, "<": lambda: int(x < y),
+            ">": lambda: int(x > y), "<=": lambda: int(x <= y), ">=": lambda: int(x >= y),
+            "==": lambda: int(x == y), "!=": lambda: int(x != y),
+            "&&": lambda: int(bool(x and y)), "||": lambda: int(bool(x or y))}[op]()
+
+
+def test_lane_vector_ops_equal_per_column_definition():
+    import random
+
+    from cudalint.analysis.lanes import Opaque, _binop
+    rnd = random.Random(11)
+    special = [0, 1, -1, 2, 31, 32, 63, 64, -64, 1000]
+    ops = ["+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "<", ">", "<=", ">=",
+           "==", "!=", "&&", "||"]
+
+    def vec():
+        if rnd.random() < 0.5:          # mostly non-negative: the floor-division path
+            return tuple(rnd.randint(0, 300) for _ in range(12))
+        return tuple(rnd.choice(special) if rnd.random() < 0.3 else rnd.randint(-90, 90)
+                     for _ in range(12))
+    for _ in range(20000):
+        op, a, b = rnd.choice(ops), vec(), vec()
+        try:
+            want = tuple(_c_op(op, x, y) for x, y in zip(a, b))
+            if op == "<<" and any(not 0 <= y < 64 for y in b):
+                want = "opaque"
+        except (ZeroDivisionError, ValueError):
+            want = "opaque"
+        try:
+            got = _binop(op, a, b, None)
+        except Opaque:
+            got = "opaque"
+        assert got == want, (op, a, b)
+        if isinstance(got, tuple):      # ints stay ints
+            assert all(type(x) is int for x in got), (op, a, b)
+
+
+def test_best_alignment_sectors_equal_every_shift():
+    import random
+
+    from cudalint.analysis.lanes import _min_sectors_shifted, sectors
+    rnd = random.Random(5)
+    for _ in range(5000):
+        scale = rnd.choice([1, 3, 4, 8, 12, 32, 100])
+        live = [rnd.randint(-200, 200) * scale // 4 for _ in range(rnd.randint(1, 32))]
+        width, shifts = rnd.choice([1, 2, 4, 8, 12, 16, 32]), rnd.choice([32, 7, 40])
+        brute = min(sectors([a + k for a in live], width) for k in range(shifts))
+        assert _min_sectors_shifted(live, width, shifts) == brute, (live, width, shifts)
+
+
+def test_constant_distance_with_all_lanes_active():
+    from types import SimpleNamespace
+
+    from cudalint.analysis.siblings import constant_distance
+    rows = [list(range(0, 128, 4)), list(range(512, 640, 4))]
+    a = SimpleNamespace(groups=rows)
+    assert constant_distance(a, SimpleNamespace(groups=[[x + 8 for x in r] for r in rows])) == 8
+    shifted = [[x + 8 for x in rows[0]], [x + 12 for x in rows[1]]]   # per-warp distance
+    assert constant_distance(a, SimpleNamespace(groups=shifted)) is None
+    skewed = [[x + 8 + (i == 5) for i, x in enumerate(r)] for r in rows]  # one lane off
+    assert constant_distance(a, SimpleNamespace(groups=skewed)) is None

@@ -27,12 +27,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
+from itertools import repeat
+from operator import (add, and_, eq, floordiv, ge, gt, invert, le, lshift, lt, mod, mul,
+                      ne, neg, not_, or_, rshift, sub, xor)
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from tree_sitter import Node
 
 from ..consteval import sizeof_type
-from ..parse import captures, text
+from ..parse import text
 
 if TYPE_CHECKING:
     from ..context import UnitContext
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
 
 WARP = 32
 SECTOR = 32
+_SECTOR_SHIFT = 5                       # a // SECTOR == a >> _SECTOR_SHIFT
 BANKS = 32
 BANK_BYTES = 4
 
@@ -136,8 +140,8 @@ class Access:
         """Byte step between consecutive active lanes, when it is the same everywhere."""
         steps = set()
         for row in self.groups:
-            live = [a for a in row if a is not None]
-            steps.update(b - a for a, b in zip(live, live[1:]))
+            live = [a for a in row if a is not None] if None in row else row
+            steps.update(map(sub, live[1:], live))
         return steps.pop() if len(steps) == 1 else None
 
     def x_stride_bytes(self) -> int | None:
@@ -158,13 +162,58 @@ class Access:
 def sectors(row: Iterable[int | None], width: int) -> int:
     """Distinct 32-byte sectors the active lanes' [addr, addr+width) ranges touch."""
     if width <= SECTOR:             # a lane's range spans at most two sectors
-        live = [a for a in row if a is not None]
-        return len({a // SECTOR for a in live} | {(a + width - 1) // SECTOR for a in live})
+        live = [a for a in row if a is not None] if None in row else row
+        return _sectors_of_live(live, width)
     touched = set()
     for a in row:
         if a is not None:
             touched.update(range(a // SECTOR, (a + width - 1) // SECTOR + 1))
     return len(touched)
+
+
+def _sectors_of_live(live, width: int) -> int:
+    """sectors() of lanes that are all active, for width <= SECTOR (a // 32 is a >> 5)."""
+    touched = set(map(rshift, live, repeat(_SECTOR_SHIFT)))
+    if width > 1:
+        touched.update(map(rshift, map(add, live, repeat(width - 1)), repeat(_SECTOR_SHIFT)))
+    return len(touched)
+
+
+def _min_sectors_shifted(live: list[int], width: int, shifts: int) -> int:
+    """min over k in range(shifts) of sectors([a + k for a in live], width), for
+    width <= SECTOR, without evaluating each shift.
+
+    The sectors touched are those of the points S = {a} | {a + width - 1}: with S sorted,
+    1 + the number of neighbours x < y that fall in different sectors. Neighbours 32 or
+    more bytes apart always do; at a distance d < 32, x + k and y + k do exactly when
+    (x + k) % 32 >= 32 - d, i.e. for the d shifts k % 32 in [(32 - d - x) % 32, ... + d).
+    """
+    points = set(live)
+    if width > 1:
+        points.update(map(add, live, repeat(width - 1)))
+    xs = sorted(points)
+    base = 1
+    diff = [0] * (SECTOR + 1)       # per k % SECTOR: how many close neighbours it splits
+    for x, y in zip(xs, xs[1:]):
+        d = y - x
+        if d >= SECTOR:
+            base += 1
+            continue
+        start = (SECTOR - d - x) % SECTOR
+        end = start + d
+        diff[start] += 1
+        if end <= SECTOR:
+            diff[end] -= 1
+        else:                       # wraps around
+            diff[SECTOR] -= 1
+            diff[0] += 1
+            diff[end - SECTOR] -= 1
+    split = []
+    run = 0
+    for k in range(SECTOR):
+        run += diff[k]
+        split.append(run)
+    return base + min(split[k % SECTOR] for k in range(shifts))
 
 
 def wavefronts(row: list[int | None], width: int) -> int:
@@ -333,6 +382,12 @@ def _columns(dims: tuple[int, int, int]) -> tuple[list, int, tuple, dict[str, tu
     return cols, N_SAMPLES * len(warps), active0, tid
 
 
+@lru_cache(maxsize=256)
+def _sampled_columns(values: tuple[int, ...], dims: tuple[int, int, int]) -> tuple:
+    """A uniform unknown's vector: its sample value in each column."""
+    return tuple(values[s] for s, _ in _columns(dims)[0])
+
+
 class KernelLanes:
     """Evaluates the address of every access of one kernel, lane by lane."""
 
@@ -361,15 +416,22 @@ class KernelLanes:
         """Local declarations of the kernel by declared name (only those whose parent is
         a scope: a block or a for statement)."""
         table: dict[str, list[_Decl]] = {}
-        for decl in self.fn.nodes_in("declaration"):
+        for decl, declared in self.declared:
+            if not declared:
+                continue
             scope = decl.parent
             if scope is None or scope.type not in _SCOPES:
                 continue
-            for name, declarator, depth, value in _declared(decl):
+            for name, declarator, depth, value in declared:
                 table.setdefault(name, []).append(_Decl(
                     decl, declarator, scope, text(decl.child_by_field_name("type")), depth,
                     value))
         return table
+
+    @cached_property
+    def declared(self) -> list[tuple[Node, list[tuple[str, Node, int, Node | None]]]]:
+        """Every declaration of the kernel with what it declares (``_declared``)."""
+        return [(decl, _declared(decl)) for decl in self.fn.nodes_in("declaration")]
 
     # -- helpers --------------------------------------------------------------------
     def const(self, v: int) -> tuple:
@@ -379,7 +441,7 @@ class KernelLanes:
         self.used_tid.add(UNKNOWN)          # the value depends on a sampled unknown
         vec = self._sampled.get(values)
         if vec is None:
-            vec = self._sampled[values] = tuple(values[s] for s, _ in self.cols)
+            vec = self._sampled[values] = _sampled_columns(values, self.block.dims)
         return vec
 
     @property
@@ -387,13 +449,9 @@ class KernelLanes:
         """Every write to a plain identifier in the kernel: assignments and ++/--."""
         if self._writes is None:
             w: dict[str, list[Node]] = {}
-            caps = captures("""
-                (assignment_expression left: (identifier) @a)
-                (update_expression argument: (identifier) @u)
-                (pointer_expression operator: "&" argument: (identifier) @r)
-                """, self.fn.body)
-            for kind in ("a", "u", "r"):
-                for ident in caps.get(kind, []):
+            # the model's index: `x = / x op= ` left sides, `x++` arguments, `&x` operands
+            for kind in ("assigned", "updated", "address_taken"):
+                for ident in self.fn.nodes_in(kind):
                     w.setdefault(text(ident), []).append(ident.parent)
             self._writes = w
         return self._writes
@@ -424,11 +482,15 @@ class KernelLanes:
         if t == "unary_expression":
             op = text(node.child_by_field_name("operator"))
             a = self.int_value(node.child_by_field_name("argument"))
-            fn = {"-": lambda x: -x, "+": lambda x: x, "~": lambda x: ~x,
-                  "!": lambda x: int(not x)}.get(op)
-            if fn is None:
-                raise Opaque(node)
-            return tuple(fn(x) for x in a)
+            if op == "-":
+                return tuple(map(neg, a))
+            if op == "+":
+                return a
+            if op == "~":
+                return tuple(map(invert, a))
+            if op == "!":
+                return tuple(map(int, map(not_, a)))
+            raise Opaque(node)
         if t == "conditional_expression":
             saved = self.used_tid
             self.used_tid = set()
@@ -648,9 +710,8 @@ class KernelLanes:
                 p = self.pointer(right)
                 off = self.int_value(left)
             size = self._elem_size(p, node)
-            sign = -1 if op == "-" else 1
-            return Ptr(p.space, p.region, tuple(a + sign * b * size
-                                                  for a, b in zip(p.offset, off)),
+            step = -size if op == "-" else size
+            return Ptr(p.space, p.region, _plus_scaled(p.offset, off, step),
                        p.pointee, p.dims[1:] if p.dims else (), p.array)
         if t == "cast_expression":
             ty = node.child_by_field_name("type")
@@ -750,7 +811,7 @@ class KernelLanes:
                 raise Opaque(node)
             idx = self.int_value(idx_nodes[0])
             size = self._elem_size(p, node)
-            off = tuple(a + b * size for a, b in zip(p.offset, idx))
+            off = _plus_scaled(p.offset, idx, size)
             q = Ptr(p.space, p.region, off, p.pointee, p.dims[1:] if p.dims else (), p.array)
             return q, size
         if t == "pointer_expression" and text(node.child_by_field_name("operator")) == "*":
@@ -775,7 +836,7 @@ class KernelLanes:
             fsize = type_size(ftype, self.structs)
             if fsize is None:
                 raise Opaque(node)
-            return Ptr(p.space, p.region, tuple(a + off for a in p.offset), ftype, (),
+            return Ptr(p.space, p.region, tuple(map(off.__add__, p.offset)), ftype, (),
                        p.array, fname if st is not None else None), fsize
         raise Opaque(node)
 
@@ -821,34 +882,31 @@ def _sample_invariant(vec: tuple) -> bool:
     return all(vec[s * n:(s + 1) * n] == first for s in range(1, N_SAMPLES))
 
 
+_ELEMENTWISE = {"+": add, "-": sub, "*": mul, "&": and_, "|": or_, "^": xor}
+_COMPARE = {"<": lt, ">": gt, "<=": le, ">=": ge, "==": eq, "!=": ne}
+
+
 def _binop(op: str, a: tuple, b: tuple, node: Node) -> tuple:
+    """``a op b`` column by column, with C's integer semantics (division truncates)."""
     try:
-        if op == "+":
-            return tuple(x + y for x, y in zip(a, b))
-        if op == "-":
-            return tuple(x - y for x, y in zip(a, b))
-        if op == "*":
-            return tuple(x * y for x, y in zip(a, b))
-        if op == "/":
-            return tuple(_cdiv(x, y) for x, y in zip(a, b))
-        if op == "%":
+        f = _ELEMENTWISE.get(op)
+        if f is not None:
+            return tuple(map(f, a, b))
+        if op == "/" or op == "%":
+            if min(a) >= 0 and min(b) > 0:     # truncation is floor division here
+                return tuple(map(floordiv if op == "/" else mod, a, b))
+            if op == "/":
+                return tuple(map(_cdiv, a, b))
             return tuple(x - y * _cdiv(x, y) for x, y in zip(a, b))
         if op == "<<":
-            if any(not 0 <= y < 64 for y in b):
+            if min(b) < 0 or max(b) >= 64:
                 raise Opaque(node)      # undefined in C; a huge Python int (MemoryError)
-            return tuple(x << y for x, y in zip(a, b))
+            return tuple(map(lshift, a, b))
         if op == ">>":
-            return tuple(x >> y for x, y in zip(a, b))
-        if op == "&":
-            return tuple(x & y for x, y in zip(a, b))
-        if op == "|":
-            return tuple(x | y for x, y in zip(a, b))
-        if op == "^":
-            return tuple(x ^ y for x, y in zip(a, b))
-        cmp = {"<": int.__lt__, ">": int.__gt__, "<=": int.__le__, ">=": int.__ge__,
-               "==": int.__eq__, "!=": int.__ne__}.get(op)
+            return tuple(map(rshift, a, b))
+        cmp = _COMPARE.get(op)
         if cmp is not None:
-            return tuple(int(cmp(x, y)) for x, y in zip(a, b))
+            return tuple(map(int, map(cmp, a, b)))
         if op == "&&":
             return tuple(int(bool(x and y)) for x, y in zip(a, b))
         if op == "||":
@@ -856,6 +914,13 @@ def _binop(op: str, a: tuple, b: tuple, node: Node) -> tuple:
     except (ZeroDivisionError, ValueError):
         raise Opaque(node) from None
     raise Opaque(node)
+
+
+def _plus_scaled(base: tuple, index: tuple, scale: int) -> tuple:
+    """base + index * scale, column by column."""
+    if scale == 1:
+        return tuple(map(add, base, index))
+    return tuple(map(add, base, map(mul, index, repeat(scale))))
 
 
 def _cdiv(x: int, y: int) -> int:
@@ -934,14 +999,17 @@ class LaneAnalysis:
 _IDENT = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*")
 
 
-def thread_dependent_names(fn: "Function", writes: dict[str, list[Node]]) -> set[bytes]:
+def thread_dependent_names(fn: "Function", writes: dict[str, list[Node]],
+                           declared: list | None = None) -> set[bytes]:
     """Names whose value may depend on threadIdx: declared or assigned from an expression
     that mentions threadIdx or another such name (a cheap over-approximation of what the
     lane engine can follow; everything it reads comes from these declarations and
     writes)."""
     sources: dict[str, set[bytes]] = {}
-    for decl in fn.nodes_in("declaration"):
-        for name, _, _, value in _declared(decl):
+    if declared is None:
+        declared = [(decl, _declared(decl)) for decl in fn.nodes_in("declaration")]
+    for _, names in declared:
+        for name, _, _, value in names:
             if value is not None:
                 sources.setdefault(name, set()).update(_IDENT.findall(value.text))
     for name, nodes in writes.items():
@@ -972,7 +1040,7 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
     if declared is None:
         return []
     lanes = KernelLanes(ctx, fn, declared, structs)
-    dependent = thread_dependent_names(fn, lanes.writes)
+    dependent = thread_dependent_names(fn, lanes.writes, lanes.declared)
     out = []
     for node in candidates:
         if _is_inner(node):
@@ -1004,7 +1072,8 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
         if declared.source == "launch_bounds" and lanes.used_tid - {"x", UNKNOWN}:
             continue
         is_store, is_load = _direction(target)
-        offsets = [o if a else None for o, a in zip(p.offset, act)]
+        offsets = list(p.offset) if all(act) else \
+            [o if a else None for o, a in zip(p.offset, act)]
         groups = [offsets[g * WARP:(g + 1) * WARP] for g in range(lanes.groups)]
         idx = node.child_by_field_name("indices")
         out.append(Access(node=node, kernel=fn, space=p.space, region=p.region,
@@ -1053,7 +1122,8 @@ def _reference_params(ctx) -> dict[str, list[set[int]]]:
     positions of reference parameters (-1: variadic)."""
     out: dict[str, list[set[int]]] = {}
     declarators = [fn.node.child_by_field_name("declarator") for fn in ctx.model.functions]
-    for decl in ctx.model.nodes("declaration"):
+    # declarations whose declarator can be a function's (others declare none)
+    for decl in ctx.model.nodes("function_like_declaration"):
         declarators.extend(decl.children_by_field_name("declarator"))
     for d in declarators:
         while d is not None and d.type in ("pointer_declarator", "reference_declarator"):
@@ -1119,7 +1189,7 @@ def block_line_metrics(access: Access) -> dict:
 
 def _live_groups(access: Access, figure: Callable[[list, int], int]) -> list[int]:
     return [figure(row, access.width) for row in access.groups
-            if any(a is not None for a in row)]
+            if row.count(None) != len(row)]
 
 
 def lower_bound(access: Access, figure: Callable[[list, int], int], shifts: int) -> int:
@@ -1140,9 +1210,14 @@ def lower_bound(access: Access, figure: Callable[[list, int], int], shifts: int)
         l0 = lanes[0]
         keep = {l for l in lanes if len({r[l] - r[l0] for r in rows}) == 1}
         rel = [rows[0][l] - rows[0][l0] if l in keep else None for l in range(WARP)]
-        # lane positions matter (shared memory is served in phases of lanes)
-        value = min(figure([None if r is None else r + k for r in rel], access.width)
-                    for k in range(shifts))
+        if figure is sectors and access.width <= SECTOR:
+            # positions do not matter for sectors: the kept lanes' offsets, shifted
+            live = [r for r in rel if r is not None]
+            value = _min_sectors_shifted(live, access.width, shifts)
+        else:
+            # lane positions matter (shared memory is served in phases of lanes)
+            value = min(figure([None if r is None else r + k for r in rel], access.width)
+                        for k in range(shifts))
         best = value if best is None else min(best, value)
     return best if best is not None else 0
 

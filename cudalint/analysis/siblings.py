@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from operator import sub
 from typing import TYPE_CHECKING, Any
 
 from tree_sitter import Node
@@ -106,6 +107,16 @@ def constant_distance(a: "Access", b: "Access") -> int | None:
     for ra, rb in zip(a.groups, b.groups):
         if len(ra) != len(rb):
             return None
+        if None not in ra and None not in rb:       # every lane active: at C speed
+            ds = set(map(sub, rb, ra))
+            if len(ds) > 1:
+                return None
+            for d in ds:
+                if diff is None:
+                    diff = d
+                elif d != diff:
+                    return None
+            continue
         for x, y in zip(ra, rb):
             if x is None or y is None:
                 if x is not y:
