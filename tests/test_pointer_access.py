@@ -3,7 +3,7 @@
 recursion limit, identifiers found by scanning the text instead of a query."""
 from __future__ import annotations
 
-from cudalint.analysis.pointer_access import PointerAccess, scan_identifiers
+from cudalint.analysis.pointer_access import NameScanner, PointerAccess, scan_identifiers
 from cudalint.config import Settings
 from cudalint.context import UnitContext
 from cudalint.engine import lint_text
@@ -59,6 +59,30 @@ __global__ void k(float* x, float* xs, S s) {
         assert path[-1].id == ident.id and path[0].id == tree.root_node.id
         for child, parent in zip(path[1:], path):
             assert parent.id == child.parent.id == parents[child.id].id
+
+
+def test_name_scanner_index_finds_what_the_text_search_finds():
+    src = "__global__ void k(float* x, int n) { float xx = x[0]; /* x */ auto s = \"x\";" \
+          " for (int x2 = 0; x2 < n; ++x2) xx += x[x2] + s.x; x$ = x; }"
+    data = src.encode()
+    body = parse(data).root_node.children[0].child_by_field_name("body")
+    scanner = NameScanner(body, data, {})
+    scanner.INDEX_AFTER = 1
+    for name in ("x", "xx", "x2", "n", "s", "x$", "absent", "x", "xx"):
+        searched = [(i.start_byte, len(p), why) for i, p, why in
+                    scan_identifiers(body, data, name)]
+        found = [(i.start_byte, len(p), why) for i, p, why in scanner.identifiers(name)]
+        assert found == searched, name
+    assert scanner._index is not None and len(scanner._index[b"x"]) == 3
+
+
+def test_many_aliases_are_followed():
+    # a chain of local pointers: one name search per alias, then the indexed lookups
+    chain = " ".join(f"const float* p{k + 1} = p{k} + 1;" for k in range(200))
+    src = f"__global__ void k(float* x, float* y) {{ const float* p0 = x; {chain} " \
+          "y[0] = p200[0]; }"
+    assert _status(src, "x") == "read_only"
+    assert _status(src.replace("y[0] = p200[0]", "((float*)p200)[0] = 1"), "x") == "written"
 
 
 def test_deep_pointer_arithmetic_is_followed_without_recursion():

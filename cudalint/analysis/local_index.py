@@ -34,6 +34,7 @@ from ..parse import captures, text
 
 if TYPE_CHECKING:
     from ..context import UnitContext
+    from .pointer_access import NameScanner
     from ..model import ArrayDecl, Function
 
 _BUILTINS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
@@ -112,12 +113,22 @@ class LocalArrayIndexing:
         self._loops: dict[int, Node | None] = {}
         self._contexts: dict[int, tuple[bool, int | None]] = {}
         self._modified: dict[int, dict[str, list[int]]] = {}
+        self._scanners: dict[int, NameScanner] = {}
 
     def parent(self, node: Node) -> Node | None:
         """The parent, from the paths the identifier scans descended (``Node.parent``
         descends from the root of the tree on every call)."""
         p = self.parents.get(node.id)
         return p if p is not None else node.parent
+
+    def scanner(self, fn: "Function") -> "NameScanner":
+        from .pointer_access import NameScanner
+        sc = self._scanners.get(fn.node.id)
+        if sc is None:
+            assert fn.body is not None
+            sc = self._scanners[fn.node.id] = NameScanner(fn.body, self.ctx.unit.data,
+                                                          self.parents)
+        return sc
 
     def modified_within(self, fn: "Function", name: str, node: Node) -> bool:
         """Is ``name`` assigned (any operator) or incremented inside ``node``?"""
@@ -172,11 +183,10 @@ class _Indexer:
         """Identifiers named like the array after its declaration, in the body, last
         first (the order of the depth-first walk this replaced: the finding names the
         first dynamic access in this order)."""
-        from .pointer_access import _is_declared_name, scan_identifiers
+        from .pointer_access import _is_declared_name
         parent = self.owner.parent
         start = self.arr.name_node.end_byte
-        out = [ident for ident, _, _ in scan_identifiers(
-                   self.fn.body, self.owner.ctx.unit.data, self.arr.name, self.owner.parents)
+        out = [ident for ident, _, _ in self.owner.scanner(self.fn).identifiers(self.arr.name)
                if ident.start_byte >= start and not _is_declared_name(ident, parent)]
         out.reverse()
         return out

@@ -210,6 +210,7 @@ class _Body:
         self.fn = fn
         self.parents: dict[int, Node] = {}
         self._occurrences: dict[str, list[tuple[Node, bool, str | None]]] = {}
+        self._scanner = NameScanner(fn.body, facts.ctx.unit.data, self.parents)
 
     def parent(self, node: Node) -> Node | None:
         p = self.parents.get(node.id)
@@ -221,8 +222,7 @@ class _Body:
         out = self._occurrences.get(name)
         if out is None:
             out = []
-            for ident, _, opaque in scan_identifiers(self.fn.body, self.facts.ctx.unit.data,
-                                                     name, self.parents):
+            for ident, _, opaque in self._scanner.identifiers(name):
                 out.append((ident, _is_declared_name(ident, self.parent), opaque))
             self._occurrences[name] = out
         return out
@@ -706,21 +706,58 @@ def _node_parent(node: Node) -> Node | None:
 
 
 def scan_identifiers(within: Node, data: bytes, name: str,
-                     parents: dict[int, Node] | None = None
+                     parents: dict[int, Node] | None = None,
+                     spans: "list[tuple[int, int]] | None" = None
                      ) -> Iterator[tuple[Node, list[Node], str | None]]:
     """Every ``identifier`` node spelled ``name`` inside ``within``, in source order, the
     same ones a ``(identifier)`` query finds (see scan_paths). Yields (identifier, path
     from ``within`` down to it, why it is opaque: the innermost lambda, inline assembly or
     ERROR node around it, or None); the path is reused, read it before the next item."""
-    for s, e, path, opaque in scan_paths(within, data, name, parents):
+    for s, e, path, opaque in scan_paths(within, data, name, parents, spans):
         cur = path[-1]
         if cur.type == "identifier" and cur.is_named and cur.start_byte == s and \
                 cur.end_byte == e and len(path) > 1:
             yield cur, path, opaque[-2]
 
 
+def _word_spans(data: bytes, name: str, within: Node) -> Iterator[tuple[int, int]]:
+    for m in _word_pattern(name).finditer(data, within.start_byte, within.end_byte):
+        s = m.start()
+        if s and data[s - 1] in _WORD_BYTES:
+            continue                                # the tail of a longer name
+        yield s, m.end()
+
+
+class NameScanner:
+    """scan_identifiers for the names one analysis asks about in one node (a function
+    body): the text is searched for each name, until more than INDEX_AFTER names were
+    asked for; then one ``(identifier)`` query indexes them all (a fuzzed body declaring
+    thousands of aliases would otherwise be searched once per alias)."""
+    INDEX_AFTER = 32
+
+    def __init__(self, within: Node, data: bytes, parents: dict[int, Node]):
+        self.within = within
+        self.data = data
+        self.parents = parents
+        self._asked = 0
+        self._index: dict[bytes, list[tuple[int, int]]] | None = None
+
+    def identifiers(self, name: str) -> Iterator[tuple[Node, list[Node], str | None]]:
+        self._asked += 1
+        if self._index is None and self._asked > self.INDEX_AFTER:
+            index: dict[bytes, list[tuple[int, int]]] = {}
+            for n in captures("(identifier) @id", self.within).get("id", []):
+                s, e = n.start_byte, n.end_byte
+                index.setdefault(self.data[s:e], []).append((s, e))
+            self._index = index
+        spans = None if self._index is None else \
+            self._index.get(name.encode("utf-8", "replace"), [])
+        return scan_identifiers(self.within, self.data, name, self.parents, spans)
+
+
 def scan_paths(within: Node, data: bytes, name: str,
-               parents: dict[int, Node] | None = None
+               parents: dict[int, Node] | None = None,
+               spans: "list[tuple[int, int]] | None" = None
                ) -> Iterator[tuple[int, int, list[Node], list[str | None]]]:
     """Where ``name`` is written as a word inside ``within``: the text is searched for it
     and the tree descended to each match (from the deepest node of the previous path
@@ -728,17 +765,14 @@ def scan_paths(within: Node, data: bytes, name: str,
     paths, however deep they are). Yields (start, end, every node from ``within`` down to
     the smallest that contains the match, the innermost lambda / inline assembly / ERROR
     around each of them); the lists are reused, read them before the next item.
-    ``parents`` (node id -> parent) is filled for the nodes on the paths."""
+    ``parents`` (node id -> parent) is filled for the nodes on the paths. ``spans``:
+    where to descend instead of searching the text (in source order)."""
     if not name:
         return
-    pat = _word_pattern(name)
     path = [within]                 # the cursor's node and its ancestors up to within
     opaque: list[str | None] = [None]
     cursor = within.walk()          # (Node.first_child_for_byte crashes on a leaf)
-    for m in pat.finditer(data, within.start_byte, within.end_byte):
-        s, e = m.span()
-        if s and data[s - 1] in _WORD_BYTES:
-            continue                                # the tail of a longer name
+    for s, e in (spans if spans is not None else _word_spans(data, name, within)):
         while len(path) > 1 and (path[-1].start_byte > s or path[-1].end_byte < e):
             path.pop()
             opaque.pop()
