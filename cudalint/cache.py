@@ -257,9 +257,10 @@ def _sweep_temps(folder: Path) -> None:
         pass
 
 
-def read_index(path: Path | str) -> dict[str, tuple]:
+def read_index(path: Path | str, check_code: bool = True) -> dict[str, tuple]:
     """The entries of an index file; {} for anything that is not a whole, current index
-    written by this code (missing, truncated, damaged, another version or fingerprint)."""
+    written by this code (missing, truncated, damaged, another version or fingerprint).
+    ``check_code=False`` (tests, tools): whatever code fingerprint it carries."""
     try:
         with open(path, "rb") as fh:
             blob = fh.read()
@@ -269,7 +270,8 @@ def read_index(path: Path | str) -> dict[str, tuple]:
         if hashlib.blake2b(body, digest_size=32).digest() != digest:
             return {}
         fmt, version, fp, entries = marshal.loads(body)
-        if fmt != FORMAT or version != __version__ or fp != code_fingerprint() or \
+        if fmt != FORMAT or version != __version__ or \
+                (check_code and fp != code_fingerprint()) or \
                 type(entries) is not dict:
             return {}
         return entries

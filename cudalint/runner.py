@@ -64,7 +64,65 @@ def _lint_one(target: "Target", keyed: bool) -> tuple:
 
 
 def _worker(batch: list["Target"], keyed: bool) -> list[tuple]:
+    _tune_gc()
     return [_lint_one(t, keyed) for t in batch]
+
+
+GC_THRESHOLD = (10000, 10, 10)
+
+
+def _tune_gc() -> None:
+    """Fewer collections while linting: the analyses allocate many small objects and keep
+    large structures alive, which the default thresholds traverse thousands of times (12%
+    of a cold run's CPU on /tmp/real; about 0.6 s instead of 1.4 s with this, +10 MB)."""
+    import gc
+    if gc.get_threshold() != GC_THRESHOLD:
+        gc.set_threshold(*GC_THRESHOLD)
+
+
+def _preload() -> None:
+    """Import what every worker needs (rules, analyses, the parser) once, before forking:
+    the workers share it instead of each importing it again."""
+    from .engine import lint_bytes  # noqa: F401
+    from .parse import parse  # noqa: F401
+    from .rule import all_rules
+    all_rules()
+
+
+def _chunks(targets: list["Target"], todo: list[int], jobs: int) -> list[list[int]]:
+    """Misses in chunks, biggest files first (their cost dominates and a big file started
+    last leaves the other cores idle): small chunks handed out as workers free up."""
+    def size(i: int) -> int:
+        try:
+            return os.stat(targets[i].path).st_size
+        except (OSError, ValueError):
+            return 0
+    order = sorted(todo, key=size, reverse=True)
+    alone = jobs * 16                     # the biggest files one by one
+    n = max(1, min(16, (len(order) - alone) // (jobs * 16)))
+    return [[i] for i in order[:alone]] + \
+        [order[k:k + n] for k in range(alone, len(order), n)]
+
+
+def _parallel(targets: list["Target"], todo: list[int], jobs: int, keyed: bool
+              ) -> dict[int, tuple]:
+    import gc
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+    _preload()
+    chunks = _chunks(targets, todo, jobs)
+    done: dict[int, tuple] = {}
+    gc.freeze()            # what is imported now is never collected: the workers skip it
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=ctx) as pool:
+            for chunk, out in zip(chunks, pool.map(partial(_worker, keyed=keyed),
+                                                   [[targets[i] for i in c] for c in chunks])):
+                done.update(zip(chunk, out))
+    finally:
+        gc.unfreeze()
+    return done
 
 
 def _name(target: "Target") -> str:
@@ -135,22 +193,18 @@ def run(targets: list["Target"], use_cache: bool = True, jobs: int | None = None
         else:
             results[i] = hit
 
-    done: dict[int, tuple] = {}
     jobs = jobs or os.cpu_count() or 1
     if len(todo) >= PARALLEL_MIN_FILES and jobs > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-        from functools import partial
-        batches = [todo[k::jobs * 4] for k in range(jobs * 4)]
-        ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            for batch, out in zip(batches, pool.map(
-                    partial(_worker, keyed=use_cache),
-                    [[targets[i] for i in b] for b in batches])):
-                done.update(zip(batch, out))
+        done = _parallel(targets, todo, jobs, use_cache)
     else:
-        for i in todo:
-            done[i] = _lint_one(targets[i], use_cache)
+        import gc
+        old = gc.get_threshold()
+        if todo:
+            _tune_gc()
+        try:
+            done = {i: _lint_one(targets[i], use_cache) for i in todo}
+        finally:
+            gc.set_threshold(*old)
 
     for i, (res, key, sig, deps, ctx) in done.items():
         results[i] = res
