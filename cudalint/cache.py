@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 CACHE_DIR = ".cudalint_cache"
 INDEX_NAME = "index.bin"
-FORMAT = 1
+FORMAT = 2
 MAGIC = b"CLIX1\n"
 RACY_NS = 2_000_000_000        # a change this recent may hide in the timestamp's tick
 TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -242,6 +242,25 @@ def decode_result(data: tuple) -> "FileResult | None":
 # the index
 
 
+BUILD_PREFIX = "\0build\0"     # index names of folders' build digests (no file's name)
+
+
+def build_chain(folder: str, names: tuple, memo: dict | None = None) -> tuple:
+    """Stat signatures of what :func:`cudalint.analysis.buildflags.build_digest` reads for
+    a file in ``folder``: each of ``names`` (its BUILD_FILES) in the folder and in every
+    folder above it, up to one holding ``.git`` -- the walk of ``_folder_digest``
+    (tests/test_cache.py checks that it covers every file the digest names)."""
+    if memo is not None and (folder, names) in memo:
+        return memo[folder, names]
+    sigs = tuple(file_sig(os.path.join(folder, name)) for name in names)
+    parent = os.path.dirname(folder)
+    if parent != folder and not os.path.exists(os.path.join(folder, ".git")):
+        sigs += build_chain(parent, names, memo)
+    if memo is not None:
+        memo[folder, names] = sigs
+    return sigs
+
+
 STALE_TEMP_S = 3600     # a temp file this old belongs to a run that was killed
 
 
@@ -307,6 +326,21 @@ class Cache:
                         for d in e[2]):
             return None
         return e
+
+    def build_digest(self, folder: str, memo: dict | None = None) -> str | None:
+        """A folder's build digest recorded by an earlier run, if no build file it depends
+        on changed since (by stat signature); None: compute it."""
+        e = self.entries.get(BUILD_PREFIX + folder)
+        if type(e) is not tuple or len(e) != 3 or type(e[0]) is not tuple or \
+                type(e[2]) is not str or not all(type(n) is str for n in e[0]):
+            return None
+        return e[2] if e[1] == build_chain(folder, e[0], memo) else None
+
+    def record_build(self, folder: str, names: tuple, chain: tuple, digest: str) -> None:
+        """Remember a folder's build digest with the signatures taken before computing it
+        (kept only when every one is trusted)."""
+        if all(s is None or trusted(s, self.started_ns) for s in chain):
+            self._changed[BUILD_PREFIX + folder] = (tuple(names), chain, digest)
 
     def result(self, entry: tuple) -> "FileResult | None":
         return decode_result(entry[4])

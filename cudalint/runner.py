@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cache import Cache, cache_key, context_key, file_sig, stat_sig
+from .cache import Cache, build_chain, cache_key, context_key, file_sig, stat_sig
 
 if TYPE_CHECKING:
     from .discovery import Target
@@ -16,15 +16,17 @@ if TYPE_CHECKING:
 PARALLEL_MIN_FILES = 6
 
 
-def _context(target: "Target") -> str:
+def _context(target: "Target", build: str | None = None) -> str:
     """What a result depends on besides the bytes of the file and of its headers: the
-    settings, the build files above a CUDA file (CL401-CL404 read their flags), the
-    ptxas logs given."""
+    settings, the build files above a CUDA file (CL401-CL404 read their flags; ``build``:
+    their digest when known), the ptxas logs given."""
     settings = target.settings
     context = settings.fingerprint()
     if target.kind == "cuda":
-        from .analysis.buildflags import build_digest
-        context += "\0" + build_digest(target.path)
+        if build is None:
+            from .analysis.buildflags import build_digest
+            build = build_digest(target.path)
+        context += "\0" + build
     if settings.ptxas.log:
         from .analysis.ptxas_run import ptxas_digest
         context += "\0" + ptxas_digest(settings)
@@ -138,6 +140,8 @@ class _Lookup:
         self.started_ns = started_ns
         self.caches: dict[str, Cache] = {}
         self._contexts: dict[tuple, tuple] = {}
+        self._builds: dict[str, str] = {}
+        self._chains: dict[tuple, tuple] = {}
 
     def cache(self, target: "Target") -> Cache:
         root = target.settings.root
@@ -147,13 +151,30 @@ class _Lookup:
         return cache
 
     def context(self, target: "Target") -> tuple[str, bytes]:
-        folder = os.path.dirname(target.path) if target.kind == "cuda" else ""
+        folder = os.path.dirname(os.path.abspath(target.path)) \
+            if target.kind == "cuda" else ""
         k = (id(target.settings), folder)
         got = self._contexts.get(k)
         if got is None or got[0] is not target.settings:
-            context = _context(target)
+            build = self.build(target, folder) if folder else None
+            context = _context(target, build)
             got = self._contexts[k] = (target.settings, context, context_key(context))
         return got[1], got[2]
+
+    def build(self, target: "Target", folder: str) -> str:
+        """The build digest of a folder: recorded in the index while no build file above
+        it changed (a warm run neither imports nor reads the build files), else computed."""
+        got = self._builds.get(folder)
+        if got is None:
+            cache = self.cache(target)
+            got = cache.build_digest(folder, self._chains)
+            if got is None:
+                from .analysis.buildflags import BUILD_FILES, build_digest
+                chain = build_chain(folder, BUILD_FILES, self._chains)
+                got = build_digest(target.path)
+                cache.record_build(folder, BUILD_FILES, chain, got)
+            self._builds[folder] = got
+        return got
 
     def get(self, target: "Target") -> "FileResult | None":
         cache = self.cache(target)
@@ -190,6 +211,8 @@ def run(targets: list["Target"], use_cache: bool = True, jobs: int | None = None
         hit = lookup.get(t) if use_cache else None
         if hit is None:
             todo.append(i)
+            if use_cache and t.kind == "cuda":
+                lookup.context(t)           # the folder's build digest goes to the index
         else:
             results[i] = hit
 

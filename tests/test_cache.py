@@ -266,12 +266,73 @@ def test_index_entries_of_another_shape_are_misses(proj, capsys, counts, no_racy
     (proj / "a.cu").write_text(LEGACY)
     _, truth = run(capsys)
     index = proj / ".cudalint_cache" / __version__ / "index.bin"
-    (name, entry), = cache_mod.read_index(index).items()
+    entries = cache_mod.read_index(index)
+    (name, entry), = [(n, e) for n, e in entries.items()
+                      if not n.startswith(cache_mod.BUILD_PREFIX)]
+    folders = {n: e for n, e in entries.items() if n.startswith(cache_mod.BUILD_PREFIX)}
+    assert len(folders) == 1
+    folder = next(iter(folders))
     for bad in ({name: entry[:4] + (payload,)}, {name: payload},
                 {name: (entry[0], entry[1], None, entry[3], entry[4])},
                 {name: (entry[0], entry[1], ((1, 2),), entry[3], entry[4])},
                 {name: (entry[0], entry[1], (("x",),), entry[3], entry[4])}):
-        index.write_bytes(_index_bytes(bad))
+        index.write_bytes(_index_bytes({**folders, **bad}))
         counts.reset()
         assert run(capsys) == (1, truth)
+        assert counts.lints == 1
+    # a folder's build digest of another shape: computed again (the file's entry holds)
+    for bad in ({folder: payload}, {folder: (("setup.py",), (), payload)}):
+        index.write_bytes(_index_bytes({name: entry, **bad}))
+        assert run(capsys) == (1, truth)
+
+
+def test_build_chain_covers_what_build_digest_reads(tmp_path):
+    from cudalint.analysis.buildflags import BUILD_FILES, build_digest
+    (tmp_path / "r" / ".git").mkdir(parents=True)
+    tree = {"r/setup.py": "x", "r/a/CMakeLists.txt": "y", "r/a/b/pyproject.toml": "z",
+            "r/a/b/c/setup.py": "w", "outside/setup.py": "v"}
+    for name, text in tree.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    folder = str(tmp_path / "r" / "a" / "b" / "c")
+    read = {part.rsplit(":", 1)[0] for part in build_digest(folder + "/k.cu").split(";")
+            if part}
+    assert read == {str(tmp_path / n) for n in tree if not n.startswith("outside")}
+    chain_paths = set()
+    f = folder
+    while True:
+        chain_paths.update(os.path.join(f, n) for n in BUILD_FILES)
+        if os.path.exists(os.path.join(f, ".git")) or os.path.dirname(f) == f:
+            break
+        f = os.path.dirname(f)
+    assert read <= chain_paths
+    chain = cache_mod.build_chain(folder, BUILD_FILES)
+    assert len(chain) == len(BUILD_FILES) * 4
+    assert sum(s is not None for s in chain) == 4
+
+
+def test_build_files_seen_by_stat(proj, capsys, counts, no_racy, monkeypatch):
+    import cudalint.analysis.buildflags as bf
+    digests = []
+    real = bf.build_digest
+    monkeypatch.setattr(bf, "build_digest", lambda p: digests.append(p) or real(p))
+    (proj / ".git").mkdir()
+    (proj / "sub").mkdir()
+    a = proj / "sub" / "a.cu"
+    a.write_text(LEGACY)
+    main(["sub/a.cu", "--output-format", "json"])
+    capsys.readouterr()
+    counts.reset()
+    digests.clear()
+    main(["sub/a.cu", "--output-format", "json"])
+    capsys.readouterr()
+    assert (counts.lints, counts.reads, digests) == (0, 0, [])   # digest from the index
+    for edit in (lambda: (proj / "setup.py").write_text("# new build file above\n"),
+                 lambda: (proj / "setup.py").write_text("# edited, other size\n"),
+                 lambda: (proj / "sub" / "CMakeLists.txt").write_text("project(x)\n")):
+        next_tick()
+        edit()
+        counts.reset()
+        main(["sub/a.cu", "--output-format", "json"])
+        capsys.readouterr()
         assert counts.lints == 1

@@ -1,17 +1,37 @@
-"""Output formats. Each is a function ``(results, options) -> str`` registered in FORMATS;
-the ``full`` format writes to a rich console itself (colour when stdout is a terminal)."""
+"""Output formats. Each is a function ``(results, console, **options)`` registered in
+FORMATS; the human formats write through :mod:`cudalint.output.console` (rich on a
+terminal, plain text otherwise). A format's module is imported when it is used."""
 from __future__ import annotations
 
-from .text import render_concise, render_full, render_statistics
-from .machine import render_github, render_json, render_json_lines, render_junit
-from .sarif import render_sarif
+from importlib import import_module
 
-FORMATS = {
-    "full": render_full,
-    "concise": render_concise,
-    "json": render_json,
-    "json-lines": render_json_lines,
-    "sarif": render_sarif,
-    "github": render_github,
-    "junit": render_junit,
+_WHERE = {
+    "full": ("text", "render_full"),
+    "concise": ("text", "render_concise"),
+    "json": ("machine", "render_json"),
+    "json-lines": ("machine", "render_json_lines"),
+    "sarif": ("sarif", "render_sarif"),
+    "github": ("machine", "render_github"),
+    "junit": ("machine", "render_junit"),
 }
+
+
+def _lazy(module: str, name: str):
+    def render(*args, **kwargs):
+        return getattr(import_module(f"{__name__}.{module}"), name)(*args, **kwargs)
+    render.__name__ = name
+    return render
+
+
+FORMATS = {fmt: _lazy(*where) for fmt, where in _WHERE.items()}
+
+
+def __getattr__(name: str):
+    """``from cudalint.output import render_full`` (and the others) still works."""
+    for module, attr in _WHERE.values():
+        if attr == name:
+            return getattr(import_module(f"{__name__}.{module}"), attr)
+    if name == "render_statistics":
+        from .text import render_statistics
+        return render_statistics
+    raise AttributeError(name)
