@@ -365,3 +365,52 @@ def test_constant_distance_with_all_lanes_active():
     assert constant_distance(a, SimpleNamespace(groups=shifted)) is None
     skewed = [[x + 8 + (i == 5) for i, x in enumerate(r)] for r in rows]  # one lane off
     assert constant_distance(a, SimpleNamespace(groups=skewed)) is None
+
+
+def test_early_decision_never_hides_a_finding():
+    """surely_below (one fully active warp) agrees with the whole figure, exact or a
+    lower bound, whatever the other warps and samples do."""
+    import random
+
+    from cudalint.analysis.lanes import (Access, BlockShape, bank_conflict_figures,
+                                         coalescing_figures, sectors, surely_below,
+                                         wavefronts)
+    rnd = random.Random(3)
+    decided = 0
+    for _ in range(3000):
+        nw, width = rnd.choice([1, 2, 3]), rnd.choice([1, 2, 4, 8, 16])
+        stride = rnd.choice([width, width, 2 * width, 33, 128, 0])
+        groups = []
+        for s in range(3):
+            base = rnd.choice([0, 4, 128 * s, rnd.randint(0, 4096)])
+            for w in range(nw):
+                row = [base + stride * (32 * w + lane) + rnd.choice([0, 0, 0, 4])
+                       for lane in range(32)]
+                if rnd.random() < 0.3:
+                    row = [None if rnd.random() < 0.4 else a for a in row]
+                groups.append(row)
+        groups = [groups[s * nw + w] for s in range(3) for w in range(nw)]
+        a = Access(node=None, kernel=None, space="global", region="p", elem_type="t",
+                   width=width, is_load=True, is_store=False,
+                   block=BlockShape((32 * nw, 1, 1), "config"), groups=groups)
+        for figure, full, key, ideal in (
+                (sectors, coalescing_figures, "sectors_per_request", a.ideal_sectors),
+                (wavefronts, bank_conflict_figures, "wavefronts", a.ideal_wavefronts)):
+            fig = full(a)
+            for limit in (1.5 * ideal, 2 * ideal, 4 * ideal):
+                if surely_below(a, figure, limit):
+                    decided += 1
+                    assert fig is None or fig[key] < limit, (groups, width, key, limit)
+    assert decided > 1000           # the shortcut is taken, not just never wrong
+    # warp 0 runs a different single lane in each sample (no lane in all of them: the
+    # lower bound ignores it), warp 1 walks a column: at least 32 sectors
+    rows = [[None] * 32 for _ in range(3)]
+    for s in range(3):
+        rows[s][s] = 4 * s
+    column = [[4096 * s + 128 * lane for lane in range(32)] for s in range(3)]
+    a = Access(node=None, kernel=None, space="global", region="p", elem_type="float",
+               width=4, is_load=True, is_store=False,
+               block=BlockShape((64, 1, 1), "config"),
+               groups=[r for s in range(3) for r in (rows[s], column[s])])
+    assert coalescing_figures(a)["sectors_per_request"] == 32
+    assert not surely_below(a, sectors, 8)

@@ -405,7 +405,7 @@ class KernelLanes:
         # a declared variable's value does not depend on where it is used: evaluate it
         # once per kernel (value or Opaque, and the thread axes it reads)
         self._values: dict[tuple[int, str], tuple[object, frozenset[str]]] = {}
-        self._conditions: dict[int, tuple | None] = {}
+        self._conditions: dict[int, tuple[tuple | None, frozenset[str]]] = {}
 
     @property
     def structs(self) -> dict[str, StructType]:
@@ -859,20 +859,38 @@ class KernelLanes:
         return tuple(act)
 
     def _thread_condition(self, cond: Node | None) -> tuple | None:
+        """The lanes an if condition holds for, or None (opaque, or decided by a uniform
+        unknown). Memoised per condition: the accesses of one branch share it. An
+        opaque condition leaves the thread axes it read before failing in used_tid."""
         if cond is None:
             return None
+        memo = self._conditions.get(cond.id)
+        if memo is not None:
+            mask, touched = memo
+            if touched:
+                self.used_tid |= touched
+            return mask
         inner = cond
         while inner.type in ("condition_clause", "parenthesized_expression") and \
                 inner.named_child_count == 1:
             inner = inner.named_children[0]
+        saved = self.used_tid
+        self.used_tid = set()
         try:
-            saved = set(self.used_tid)
             vec = self.int_value(inner)
-            self.used_tid = saved
         except Opaque:
+            touched = frozenset(self.used_tid)
+            self.used_tid = saved | touched
+            self._conditions[cond.id] = (None, touched)
             return None
+        except BaseException:
+            self.used_tid = saved | self.used_tid
+            raise
+        self.used_tid = saved
         # depends on a uniform symbol (a bound such as n): assume it holds
-        return vec if _sample_invariant(vec) else None
+        mask = vec if _sample_invariant(vec) else None
+        self._conditions[cond.id] = (mask, frozenset())
+        return mask
 
 
 def _sample_invariant(vec: tuple) -> bool:
@@ -1220,6 +1238,27 @@ def lower_bound(access: Access, figure: Callable[[list, int], int], shifts: int)
                         for k in range(shifts))
         best = value if best is None else min(best, value)
     return best if best is not None else 0
+
+
+def surely_below(access: Access, figure: Callable[[list, int], int], limit: float) -> bool:
+    """The access's figure (``sectors`` or ``wavefronts``: exact, or lower_bound when it
+    depends on unknowns) is surely below ``limit``, read from one warp alone.
+
+    Take a warp whose lanes are active in every sample. If all its rows agree with the
+    others, the figure is theirs; otherwise lower_bound is at most this warp's value,
+    which is at most the figure of its first row: that row's kept lanes are the
+    shape lower_bound evaluates, at an alignment it tries (both figures are unchanged by
+    shifts of whole sectors or words), and more lanes only touch more. So a row below
+    ``limit`` decides: most accesses are coalesced and skip the other rows.
+    """
+    groups = access.groups
+    nw = len(groups) // N_SAMPLES
+    for w in range(nw):
+        rows = [groups[s * nw + w] for s in range(N_SAMPLES)]
+        if any(None in r for r in rows):
+            continue
+        return figure(rows[0], access.width) < limit
+    return False
 
 
 def coalescing_figures(access: Access) -> dict | None:

@@ -1,4 +1,5 @@
-from cudalint.analysis.lanes import LaneAnalysis, block_line_metrics, coalescing_figures
+from cudalint.analysis.lanes import (LaneAnalysis, block_line_metrics, coalescing_figures,
+                                     sectors, surely_below)
 from cudalint.analysis.preproc import not_for_modern_cuda
 from cudalint.analysis.siblings import SiblingGroup, access_row, group_siblings
 from cudalint.analysis.siblings import direction as _direction
@@ -85,6 +86,8 @@ class UncoalescedGlobalAccess(Rule):
         for access in facts.accesses:
             if access.space != "global":
                 continue
+            if surely_below(access, sectors, threshold * access.ideal_sectors):
+                continue                        # coalesced: no need for every figure
             fig = coalescing_figures(access)
             if fig is None or fig["sectors_per_request"] < threshold * \
                     fig["ideal_sectors_per_request"] or not_for_modern_cuda(access.node):

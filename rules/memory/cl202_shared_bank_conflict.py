@@ -1,4 +1,5 @@
-from cudalint.analysis.lanes import LaneAnalysis, block_line_metrics, bank_conflict_figures
+from cudalint.analysis.lanes import (LaneAnalysis, bank_conflict_figures, block_line_metrics,
+                                     surely_below, wavefronts)
 from cudalint.analysis.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
@@ -51,6 +52,8 @@ class SharedBankConflict(Rule):
         for access in facts.accesses:
             if access.space != "shared":
                 continue
+            if surely_below(access, wavefronts, 2 * access.ideal_wavefronts):
+                continue                        # conflict-free: no need for every figure
             fig = bank_conflict_figures(access)
             if fig is None or fig["bank_ways"] < 2 or not_for_modern_cuda(access.node):
                 continue
