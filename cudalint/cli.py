@@ -203,11 +203,11 @@ def _occupancy(args) -> int:
 
 def _overrides(args) -> dict:
     from .config import _arch, _block, ConfigError
-    from .selection import unknown_selectors
     o: dict = {}
     for name in ("select", "ignore", "extend_select"):
         value = getattr(args, name)
         if value is not None:
+            from .selection import unknown_selectors
             bad = unknown_selectors(tuple(value))
             if bad:
                 raise UsageError(f"unknown rule selector `{bad[0]}` in --{name.replace('_', '-')}"

@@ -336,3 +336,18 @@ def test_build_files_seen_by_stat(proj, capsys, counts, no_racy, monkeypatch):
         main(["sub/a.cu", "--output-format", "json"])
         capsys.readouterr()
         assert counts.lints == 1
+
+
+def test_cached_result_is_a_file_result_twin():
+    """CachedResult stands in for engine.FileResult (no engine import on a warm run)."""
+    from dataclasses import fields
+    from cudalint.diagnostics import Diagnostic
+    from cudalint.engine import FileResult
+    twin = [(f.name, f.default, f.default_factory) for f in fields(cache_mod.CachedResult)]
+    assert twin == [(f.name, f.default, f.default_factory) for f in fields(FileResult)]
+    shown = Diagnostic("CL104", "n", "m", "warning", "a.cu", 1, 1, 1, 2, 0, 1)
+    hidden = Diagnostic("CL104", "n", "m", "warning", "a.cu", 2, 1, 2, 2, 0, 1,
+                        suppressed=True)
+    for cls in (FileResult, cache_mod.CachedResult):
+        assert cls("a.cu", [shown, hidden]).visible == [shown]
+    assert set(dir(FileResult)) - set(dir(cache_mod.CachedResult)) == set()

@@ -660,7 +660,8 @@ def check_cache_entry(data: bytes, folder: Path) -> None:
         entry = cache.entry(name)
         got = cache.result(entry) if entry is not None else None
         if got is not None:
-            if not isinstance(got, FileResult):
+            from cudalint.cache import CachedResult
+            if not isinstance(got, (FileResult, CachedResult)):
                 _fail(f"cache returned {type(got).__name__}")
             for d in got.diagnostics:
                 d.to_json()
