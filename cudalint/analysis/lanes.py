@@ -331,12 +331,18 @@ def _struct_types(specifiers: list[Node]) -> dict[str, StructType]:
 
 
 def type_size(name: str, structs: dict[str, StructType] | None = None) -> int | None:
-    name = " ".join(name.replace("const", " ").replace("volatile", " ")
-                    .replace("struct ", " ").split())
-    size = sizeof_type(name) or _EXTRA_SIZES.get(name)
+    name, size = _plain_type_size(name)
     if size is None and structs and name in structs:
         size = structs[name].size
     return size
+
+
+@lru_cache(maxsize=4096)
+def _plain_type_size(name: str) -> tuple[str, int | None]:
+    """The type name without qualifiers, and its size when it is not a struct of ours."""
+    name = " ".join(name.replace("const", " ").replace("volatile", " ")
+                    .replace("struct ", " ").split())
+    return name, sizeof_type(name) or _EXTRA_SIZES.get(name)
 
 
 # ---------------------------------------------------------------------------------------
@@ -669,12 +675,12 @@ class KernelLanes:
                 else:
                     step = self.int_value(w.child_by_field_name("right"))
                     if text(w.child_by_field_name("operator")) == "-=":
-                        step = tuple(-x for x in step)
+                        step = tuple(map(neg, step))
                 if not self._uniform(step):
                     raise Opaque(use)
                 count = self.sampled(tuple(
                     c + (k % 2) for c in COUNTER_SAMPLES))
-                total = [t + c * s for t, c, s in zip(total, count, step)]
+                total = list(map(add, total, map(mul, count, step)))
             return tuple(total)
         finally:
             self._visiting.discard(decl.node.id)
@@ -936,6 +942,8 @@ def _binop(op: str, a: tuple, b: tuple, node: Node) -> tuple:
 
 def _plus_scaled(base: tuple, index: tuple, scale: int) -> tuple:
     """base + index * scale, column by column."""
+    if not any(base):               # the start of an array: index * scale
+        return index if scale == 1 else tuple(map(mul, index, repeat(scale)))
     if scale == 1:
         return tuple(map(add, base, index))
     return tuple(map(add, base, map(mul, index, repeat(scale))))
