@@ -161,3 +161,20 @@ def test_cl204_a_counter_changed_in_its_loop_has_no_constant_trip_count():
         (d,) = _cl204(loop.format(change))
         assert "inside a loop that is not unrolled" in d.message, change
     assert not _cl204(loop.format("t = (q) + p;"))
+
+
+def test_more_uses_than_followed_is_undecided_and_silent():
+    from cudalint.analysis.pointer_access import MAX_USES
+    many = MAX_USES + 10
+    src = "__global__ void k(float* y, const float* x) { int i = threadIdx.x; y[i] = " + \
+        " + ".join(["x[i]"] * many) + "; }"
+    assert _status(src, "x") == "unknown"
+    assert not _findings(src, "CL203")
+    # an alias used that often: the root is undecided too
+    alias = "__global__ void k(float* y, const float* x) { const float* q = x; y[0] = " + \
+        " + ".join(["q[0]"] * many) + "; }"
+    assert _status(alias, "x") == "unknown"
+    assert not _cl204("    for (int j = 0; j < n; ++j) y[j] = " +
+                      " + ".join(["a[n]"] * many) + ";")
+    assert _cl204("    for (int j = 0; j < n; ++j) y[j] = " +
+                  " + ".join(["a[n]"] * 100) + ";")

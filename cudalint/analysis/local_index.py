@@ -179,20 +179,27 @@ class _Indexer:
         self.params = {p.name for p in fn.params}
 
     @cached_property
-    def uses(self) -> list[Node]:
+    def uses(self) -> list[Node] | None:
         """Identifiers named like the array after its declaration, in the body, last
         first (the order of the depth-first walk this replaced: the finding names the
-        first dynamic access in this order)."""
-        from .pointer_access import _is_declared_name
+        first dynamic access in this order). None: more than MAX_USES, not followed."""
+        from .pointer_access import MAX_USES, _is_declared_name
         parent = self.owner.parent
         start = self.arr.name_node.end_byte
-        out = [ident for ident, _, _ in self.owner.scanner(self.fn).identifiers(self.arr.name)
+        scanner = self.owner.scanner(self.fn)
+        spans = scanner.spans(self.arr.name)
+        if len(spans) > MAX_USES:
+            return None
+        out = [ident for ident, _, _ in scanner.identifiers(self.arr.name, spans)
                if ident.start_byte >= start and not _is_declared_name(ident, parent)]
         out.reverse()
         return out
 
     def run(self) -> None:
         parent = self.owner.parent
+        if self.uses is None:
+            self.facts.escapes = True          # undecided: silent
+            return
         for ident in self.uses:
             node = ident
             indices: list[Node] = []

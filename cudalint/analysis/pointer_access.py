@@ -74,6 +74,9 @@ _TRANSPARENT_STATEMENTS = frozenset({"expression_statement", "condition_clause",
                                      "for_statement", "sizeof_expression",
                                      "decltype", "alignof_expression"})
 _DEPTH_LIMIT = 6            # device-function call chains followed
+# uses of one name in one function followed (the most in /tmp/real is 327); more is left
+# undecided: a fuzzed sum of 300,000 terms took seconds
+MAX_USES = 4096
 
 
 @dataclass
@@ -216,20 +219,28 @@ class _Body:
         p = self.parents.get(node.id)
         return p if p is not None else node.parent
 
-    def occurrences(self, name: str) -> list[tuple[Node, bool, str | None]]:
+    def occurrences(self, name: str) -> list[tuple[Node, bool, str | None]] | None:
         """(identifier, declares it, why it is opaque) for every ``name`` in the body, in
-        source order; opaque: inside a lambda, inline assembly or an ERROR node."""
-        out = self._occurrences.get(name)
-        if out is None:
+        source order; opaque: inside a lambda, inline assembly or an ERROR node. None:
+        more than MAX_USES (not followed)."""
+        if name in self._occurrences:
+            return self._occurrences[name]
+        spans = self._scanner.spans(name)
+        out: list[tuple[Node, bool, str | None]] | None = None
+        if len(spans) <= MAX_USES:
             out = []
-            for ident, _, opaque in self._scanner.identifiers(name):
+            for ident, _, opaque in self._scanner.identifiers(name, spans):
                 out.append((ident, _is_declared_name(ident, self.parent), opaque))
-            self._occurrences[name] = out
+        self._occurrences[name] = out
         return out
 
-    def declarations(self, name: str) -> list[Node]:
-        """The declarator identifiers that declare ``name`` in the body (not params)."""
-        return [ident for ident, declared, _ in self.occurrences(name) if declared]
+    def declarations(self, name: str) -> list[Node] | None:
+        """The declarator identifiers that declare ``name`` in the body (not params);
+        None: too many uses to tell."""
+        occurrences = self.occurrences(name)
+        if occurrences is None:
+            return None
+        return [ident for ident, declared, _ in occurrences if declared]
 
     @cached_property
     def error_ranges(self) -> list[tuple[int, int]]:
@@ -262,12 +273,19 @@ class _Tracer:
         if self._name_in_errors(root):
             self.unknown(self.fn.name_node, "the parser could not read part of the body")
         declared = self.body.declarations(root)
+        if declared is None:
+            self.unknown(self.fn.name_node, f"used more than {MAX_USES} times")
+            return
         if declared:
             self.unknown(declared[0], "shadowed by a local variable")
             return
         while self.queue:
             name, kind = self.queue.pop()
-            for occ, is_declaration, opaque in self.body.occurrences(name):
+            occurrences = self.body.occurrences(name)
+            if occurrences is None:
+                self.unknown(self.fn.name_node, f"`{name}` used more than {MAX_USES} times")
+                continue
+            for occ, is_declaration, opaque in occurrences:
                 if is_declaration:
                     continue
                 if opaque is not None:
@@ -630,6 +648,9 @@ class _Tracer:
     def new_alias(self, name: str, kind: str, where: Node, declaration: Node | None
                   ) -> None:
         decls = self.body.declarations(name)
+        if decls is None:
+            self.unknown(where, f"`{name}` is used more than {MAX_USES} times")
+            return
         if not decls:
             # not a local of this function: a global or a parameter
             if self.fn.param(name) is not None:
@@ -742,7 +763,8 @@ class NameScanner:
         self._asked = 0
         self._index: dict[bytes, list[tuple[int, int]]] | None = None
 
-    def identifiers(self, name: str) -> Iterator[tuple[Node, list[Node], str | None]]:
+    def spans(self, name: str) -> list[tuple[int, int]]:
+        """Where ``name`` may be an identifier (exactly where it is, once indexed)."""
         self._asked += 1
         if self._index is None and self._asked > self.INDEX_AFTER:
             index: dict[bytes, list[tuple[int, int]]] = {}
@@ -750,8 +772,15 @@ class NameScanner:
                 s, e = n.start_byte, n.end_byte
                 index.setdefault(self.data[s:e], []).append((s, e))
             self._index = index
-        spans = None if self._index is None else \
-            self._index.get(name.encode("utf-8", "replace"), [])
+        if self._index is not None:
+            return self._index.get(name.encode("utf-8", "replace"), [])
+        return list(_word_spans(self.data, name, self.within))
+
+    def identifiers(self, name: str, spans: list[tuple[int, int]] | None = None
+                    ) -> Iterator[tuple[Node, list[Node], str | None]]:
+        """scan_identifiers(within, name); ``spans``: from spans(name) already."""
+        if spans is None:
+            spans = self.spans(name)
         return scan_identifiers(self.within, self.data, name, self.parents, spans)
 
 
