@@ -261,6 +261,7 @@ def decode_result(data: tuple) -> "CachedResult | None":
 
 
 BUILD_PREFIX = "\0build\0"     # index names of folders' build digests (no file's name)
+INCLUDES_PREFIX = "\0inc\0"     # index names of the include lists discovery reads
 
 
 def build_chain(folder: str, names: tuple, memo: dict | None = None) -> tuple:
@@ -359,6 +360,18 @@ class Cache:
         (kept only when every one is trusted)."""
         if all(s is None or trusted(s, self.started_ns) for s in chain):
             self._changed[BUILD_PREFIX + folder] = (tuple(names), chain, digest)
+
+    def include_names(self, path: str, sig: Sig) -> list[str] | None:
+        """The quoted include names discovery found in a .cu file, if it is unchanged."""
+        e = self.entries.get(INCLUDES_PREFIX + path)
+        if type(e) is not tuple or len(e) != 2 or e[0] != sig or type(e[1]) is not tuple \
+                or not all(type(n) is str for n in e[1]):
+            return None
+        return list(e[1])
+
+    def record_includes(self, path: str, sig: Sig, names: list[str]) -> None:
+        if trusted(sig, self.started_ns):
+            self._changed[INCLUDES_PREFIX + path] = (sig, tuple(names))
 
     def result(self, entry: tuple) -> "FileResult | None":
         return decode_result(entry[4])

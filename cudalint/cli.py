@@ -299,14 +299,20 @@ def _check(args) -> int:
                 return 0 if args.exit_zero else int(bool(remaining) or (
                     args.exit_non_zero_on_fix and fixed_total > 0))
     else:
+        lookup = None
+        if not args.no_cache:
+            import time
+            from .runner import Lookup
+            lookup = Lookup(time.time_ns())
         try:
-            targets = discover(paths, resolver)
+            targets = discover(paths, resolver,
+                               includes=lookup.includes if lookup is not None else None)
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
         if args.force_exclude:
             from .discovery import _excluded
             targets = [t for t in targets if not _excluded(t.path, t.settings)]
-        results = run(targets, use_cache=not args.no_cache, jobs=args.jobs)
+        results = run(targets, use_cache=not args.no_cache, jobs=args.jobs, lookup=lookup)
         if args.fix or args.diff:
             from .fixes import fix_text, unified_diff, write_atomic
             changed: dict[int, bool] = {}

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from fnmatch import translate as fnmatch_translate
 from pathlib import Path
+from typing import Callable
 
 import pathspec
 
@@ -179,7 +180,11 @@ def _kind_of(name: str) -> str | None:
     return kind
 
 
-def discover(paths: list[str], resolver: ConfigResolver) -> list[Target]:
+def discover(paths: list[str], resolver: ConfigResolver,
+             includes: Callable[[Path, Settings], list[Path]] | None = None
+             ) -> list[Target]:
+    """``includes``: finds a .cu file's local headers in place of :func:`_local_includes`
+    (the runner's cache lookup remembers them for unchanged files)."""
     seen: set[str] = set()
     targets: list[Target] = []
     gitignores = _GitIgnores()
@@ -233,7 +238,8 @@ def discover(paths: list[str], resolver: ConfigResolver) -> list[Target]:
     for target in list(targets):
         if target.kind != "cuda":
             continue
-        for header in _local_includes(target.path):
+        for header in (includes(target.path, target.settings) if includes is not None
+                       else _local_includes(target.path)):
             if header.suffix.lower() in HEADER_SUFFIXES and \
                     os.path.abspath(header) not in seen:
                 if not _excluded(header, target.settings):
@@ -263,21 +269,27 @@ def _include_names(head: bytes) -> list[bytes]:
             pos = m.end()
 
 
-def _local_includes(path: Path) -> list[Path]:
+def include_names(path: Path | str) -> list[str] | None:
+    """The quoted include names of a file's first megabyte (None: unreadable)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(1 << 20)
     except OSError:
-        return []
+        return None
     out = []
-    parent = None
     for raw in _include_names(head):
         try:
-            name = raw.decode("utf-8")
+            out.append(raw.decode("utf-8"))
         except UnicodeDecodeError:
             continue
-        if parent is None:
-            parent = path.parent
-        if os.path.isfile(os.path.join(parent, name)):
-            out.append(parent / name)
     return out
+
+
+def existing_includes(path: Path, names: list[str]) -> list[Path]:
+    """The names that are files, relative to the including file's folder."""
+    parent = path.parent
+    return [parent / name for name in names if os.path.isfile(os.path.join(parent, name))]
+
+
+def _local_includes(path: Path) -> list[Path]:
+    return existing_includes(path, include_names(path) or [])

@@ -133,8 +133,9 @@ def _name(target: "Target") -> str:
     return f"{os.path.abspath(target.path)}\0{target.display}"
 
 
-class _Lookup:
-    """Cache lookups of one run: contexts memoised per (settings, folder)."""
+class Lookup:
+    """Cache lookups of one run (discovery's too, see :meth:`includes`): contexts and
+    build digests memoised per folder. Made before any file is stat-ed or read."""
 
     def __init__(self, started_ns: int):
         self.started_ns = started_ns
@@ -144,7 +145,9 @@ class _Lookup:
         self._chains: dict[tuple, tuple] = {}
 
     def cache(self, target: "Target") -> Cache:
-        root = target.settings.root
+        return self.cache_of(target.settings.root)
+
+    def cache_of(self, root: str) -> Cache:
         cache = self.caches.get(root)
         if cache is None:
             cache = self.caches[root] = Cache(Path(root), self.started_ns)
@@ -176,6 +179,22 @@ class _Lookup:
             self._builds[folder] = got
         return got
 
+    def includes(self, path: Path, settings) -> list[Path]:
+        """discovery's local headers of a .cu file; the names are read from the file only
+        when its stat signature differs from the one recorded with them."""
+        from .discovery import existing_includes, include_names
+        cache = self.cache_of(settings.root)
+        full = os.path.abspath(path)
+        sig = file_sig(full)
+        names = cache.include_names(full, sig) if sig is not None else None
+        if names is None:
+            names = include_names(path)
+            if names is None:
+                return []
+            if sig is not None:
+                cache.record_includes(full, sig, names)
+        return existing_includes(path, names)
+
     def get(self, target: "Target") -> "FileResult | None":
         cache = self.cache(target)
         name = _name(target)
@@ -202,9 +221,12 @@ class _Lookup:
         return result
 
 
-def run(targets: list["Target"], use_cache: bool = True, jobs: int | None = None
-        ) -> list["FileResult"]:
-    lookup = _Lookup(time.time_ns())            # before any file is stat-ed or read
+def run(targets: list["Target"], use_cache: bool = True, jobs: int | None = None,
+        lookup: Lookup | None = None) -> list["FileResult"]:
+    """Results in the order of ``targets``; ``lookup``: the one discovery used (else a
+    new one, made before any file is stat-ed or read)."""
+    if lookup is None:
+        lookup = Lookup(time.time_ns())
     results: dict[int, FileResult] = {}
     todo: list[int] = []
     for i, t in enumerate(targets):

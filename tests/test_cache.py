@@ -267,8 +267,7 @@ def test_index_entries_of_another_shape_are_misses(proj, capsys, counts, no_racy
     _, truth = run(capsys)
     index = proj / ".cudalint_cache" / __version__ / "index.bin"
     entries = cache_mod.read_index(index)
-    (name, entry), = [(n, e) for n, e in entries.items()
-                      if not n.startswith(cache_mod.BUILD_PREFIX)]
+    (name, entry), = [(n, e) for n, e in entries.items() if not n.startswith("\0")]
     folders = {n: e for n, e in entries.items() if n.startswith(cache_mod.BUILD_PREFIX)}
     assert len(folders) == 1
     folder = next(iter(folders))
@@ -351,3 +350,34 @@ def test_cached_result_is_a_file_result_twin():
     for cls in (FileResult, cache_mod.CachedResult):
         assert cls("a.cu", [shown, hidden]).visible == [shown]
     assert set(dir(FileResult)) - set(dir(cache_mod.CachedResult)) == set()
+
+
+def test_discovery_reads_includes_of_changed_files_only(proj, capsys, counts, no_racy,
+                                                        monkeypatch):
+    import cudalint.discovery as disc
+    scans = []
+    real = disc.include_names
+    monkeypatch.setattr(disc, "include_names", lambda p: scans.append(str(p)) or real(p))
+    (proj / "x.h").write_text("#define X 1\n")
+    (proj / "y.h").write_text("#define Y 1\n")
+    a = proj / "a.cu"
+    a.write_text('#include "x.h"\n' + LEGACY)
+    run(capsys)
+    assert scans == ["a.cu"] and sorted(counts.linted) == ["a.cu", "x.h"]
+    scans.clear()
+    counts.reset()
+    run(capsys)
+    assert scans == [] and counts.lints == 0
+    next_tick()
+    a.write_text('#include "y.h"\n' + LEGACY)
+    counts.reset()
+    run(capsys)
+    assert scans == ["a.cu"] and sorted(counts.linted) == ["a.cu", "y.h"]
+    (proj / "y.h").unlink()              # a header gone: not a target, a.cu linted again
+    counts.reset()
+    scans.clear()
+    run(capsys)
+    assert scans == [] and counts.linted == ["a.cu"]
+    main(["a.cu", "--output-format", "json", "--no-cache"])      # no cache, no memo
+    capsys.readouterr()
+    assert scans == ["a.cu"]

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from cudalint import __version__
-from cudalint.cache import BUILD_PREFIX, CACHE_DIR, INDEX_NAME, decode_result, read_index
+from cudalint.cache import CACHE_DIR, INDEX_NAME, decode_result, read_index
 from cudalint.config import Settings
 from cudalint.fixes import fix_text
 
@@ -145,7 +145,7 @@ def entries(project: Path) -> dict:
     """The cache index's entries (name -> entry); {} when there is none or it is not whole."""
     # whatever code fingerprint it carries: the code may change while a test runs
     index = read_index(project / CACHE_DIR / __version__ / INDEX_NAME, check_code=False)
-    return {n: e for n, e in index.items() if not n.startswith(BUILD_PREFIX)}   # files'
+    return {n: e for n, e in index.items() if not n.startswith("\0")}   # files'
 
 
 def index_is_whole(project: Path) -> bool:
