@@ -1147,7 +1147,8 @@ def _reference_params(ctx) -> dict[str, list[set[int]]]:
     """Per function name defined or declared in the unit, for each signature: the
     positions of reference parameters (-1: variadic)."""
     out: dict[str, list[set[int]]] = {}
-    declarators = [fn.node.child_by_field_name("declarator") for fn in ctx.model.functions]
+    # the functions' declarators, already unwrapped by the model
+    declarators = [fn._declarator for fn in ctx.model.functions]
     # declarations whose declarator can be a function's (others declare none)
     for decl in ctx.model.nodes("function_like_declaration"):
         declarators.extend(decl.children_by_field_name("declarator"))
