@@ -208,6 +208,102 @@ def test_cl101_fix_removes_every_race_of_the_exchange():
     assert all(d.fix is None for d in _cl101(odd))
 
 
+# ---- kernels deferred without a run: the barrier-interval check must be sound -----------
+
+_RACY = {
+    "alias": "float* p = s; p[tid] = 1.f; o[tid] = p[63 - tid];",
+    "alias_arith": "float* a = s; float* b = s + 32; a[tid] = 1.f; o[tid] = b[31 - tid % 32];",
+    "device_fn_store": "put(s, tid, 1.f); o[tid] = s[63 - tid];",
+    "loop_back_edge": "for (int k = 0; k < 4; ++k) { o[k] = s[(tid + 1) % 64]; s[tid] = k; }",
+    "continue_skips_barrier": (
+        "for (int k = 0; k < 4; ++k) { o[k] = s[63 - tid]; __syncthreads(); s[tid] = k;"
+        " if (k == 1) continue; __syncthreads(); }"),
+    "scalar_pointer": "int* f = &flag; if (tid == 0) *f = 1; o[tid] = flag;",
+    "row_pointer": "float* row = t[tid / 32]; row[tid % 32] = 1.f; o[tid] = t[1 - tid / 32][tid % 32];",
+    "callee_shared": "o[tid] = bsum(1.f);",
+    "struct_field": "P q; q.a = s; q.a[tid] = 1.f; o[tid] = s[63 - tid];",
+    "pointer_array": "float* ps[1] = {s}; ps[0][tid] = 1.f; o[tid] = s[63 - tid];",
+    "ternary_pointer": "float* p = tid < 32 ? s : s + 32; p[tid % 32] = 1.f; o[tid] = s[63 - tid];",
+    "barrier_in_branch": "s[tid] = 1.f; if (o[0] > 0.f) __syncthreads(); o[tid] = s[63 - tid];",
+    "cast_pointer": "reinterpret_cast<int*>(s)[tid] = 1; o[tid] = s[63 - tid];",
+}
+
+_RUN_SILENT = {"barrier_in_branch", "pointer_array", "struct_field", "ternary_pointer",
+               "scalar_pointer"}
+
+_QUIET = {
+    "tiles": ("for (int k = 0; k < 4; ++k) { s[tid] = o[k * 64 + tid]; __syncthreads();"
+              " float acc = 0.f; for (int j = 0; j < 64; ++j) acc += s[j]; __syncthreads();"
+              " o[tid] = acc; }"),
+    "alias_tiles": ("float* a = s; for (int k = 0; k < 4; ++k) { a[tid] = o[k];"
+                    " __syncthreads(); o[tid] = a[63 - tid]; __syncthreads(); }"),
+    "device_fn_tiles": "put(s, tid, 1.f); __syncthreads(); o[tid] = s[63 - tid];",
+}
+
+
+def _kernel_src(body: str) -> str:
+    return ("struct P { float* a; };\n"
+            "__device__ void put(float* a, int i, float v) { a[i] = v; }\n"
+            "__device__ float bsum(float v) { __shared__ float w[64];\n"
+            "  w[threadIdx.x] = v; return w[63 - threadIdx.x]; }\n"
+            "__global__ void k(float* o) { __shared__ float s[64]; __shared__ int flag;\n"
+            "  __shared__ float t[2][32];\n"
+            "  unsigned tid = threadIdx.x;\n  " + body + "\n}\n"
+            "void h(float* o) { k<<<1, 64>>>(o); }\n")
+
+
+@pytest.mark.parametrize("name", sorted(_RACY))
+def test_interval_check_runs_every_racy_kernel(name):
+    """A kernel the run finds a race in is never deferred (the check proves nothing
+    about it): the race is there before CL103 asks anything."""
+    from cudalint.analysis.races import _quiet_kernel
+    ctx = _ctx(_kernel_src(_RACY[name]))
+    facts = ctx.analysis(RaceAnalysis)
+    (fn,) = [f for f in ctx.model.kernels if f.name == "k"]
+    functions = {f.name: f for f in ctx.model.functions if f.is_device and not f.is_kernel}
+    assert not _quiet_kernel(ctx, fn, functions, facts._memo or _memo(ctx)), name
+    found = len(facts.races)
+    facts.divergent                      # runs whatever was deferred
+    assert len(facts.races) == found
+    # the check must not defer what a run would report; some forms a run does not
+    # follow either (pointers kept in memory, a branch on loaded data): still run
+    if name not in _RUN_SILENT:
+        assert found, name
+
+
+def _memo(ctx):
+    from cudalint.analysis.cfg import BodyQueries
+    from cudalint.analysis.races import _UnitMemo
+    return _UnitMemo(ctx.analysis(BodyQueries))
+
+
+@pytest.mark.parametrize("name", sorted(_QUIET))
+def test_interval_check_defers_barrier_separated_kernels(name):
+    ctx = _ctx(_kernel_src(_QUIET[name]))
+    facts = ctx.analysis(RaceAnalysis)
+    assert not facts.races and facts._deferred, name
+    facts.divergent
+    assert not facts.races and not facts.masks
+
+
+def test_inert_device_function_is_not_run_but_its_races_are():
+    """A device function with no shared memory, barrier or unknown call is skipped (its
+    float result is unknown anyway); one given a shared pointer still runs."""
+    src = ("__device__ float heavy(float x) { for (int i = 0; i < 60; ++i) x = x * 0.5f + 1.f;"
+           " return x; }\n"
+           "__device__ void put(float* a, int i, float v) { a[i] = v; }\n"
+           "__global__ void k(float* o) { __shared__ float s[64]; unsigned tid = threadIdx.x;\n"
+           "  float v = heavy(o[tid]); v = heavy(v); v = heavy(v); v = heavy(v);\n"
+           "  put(s, tid, v); o[tid] = s[63 - tid]; }\n"
+           "void h(float* o) { k<<<1, 64>>>(o); }\n")
+    ctx = _ctx(src)
+    facts = ctx.analysis(RaceAnalysis)
+    assert [r.rule for r in facts.races] == ["CL102"]
+    memo_fns = {f.name: f for f in ctx.model.functions if not f.is_kernel}
+    memo = _memo(ctx)
+    assert memo.inert(memo_fns["heavy"], memo_fns)
+
+
 def test_thread_dependence():
     src = ("__global__ void k(float* o, int n) {\n"
            "  int tid = threadIdx.x; int b = blockIdx.x * blockDim.x; int lane = tid & 31;\n"

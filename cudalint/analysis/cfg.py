@@ -49,6 +49,7 @@ BODY_QUERY = """
 (assignment_expression left: (_) @assign_left right: (_) @assign_right)
 (update_expression argument: (_) @update)
 (gnu_asm_output_operand value: (_) @asm_out)
+(initializer_list) @init_list
 """
 Captures = dict[str, list[Node]]
 

@@ -73,8 +73,8 @@ class DivergentBarrier(Rule):
                 if not_for_modern_cuda(sync.node):
                     continue
                 try:
-                    why = _divergence(sync.node, fn.body, dep, lambda: ctx.analysis(
-                        RaceAnalysis).divergent, queries)
+                    why = _divergence(sync.node, fn.body, dep, lambda n: ctx.analysis(
+                        RaceAnalysis).reached_by_part(n), queries)
                 except RecursionError:
                     # a condition nested deeper than the analysis can follow (thousands
                     # of terms, machine-made code): undecided, so silent
@@ -128,7 +128,7 @@ def _divergence(node, body, dep, executed, queries=None) -> str | None:
         if g.kind == "else":
             return f"is reached only by threads where `!({cond})` (line {_line(g.node)})"
         if g.kind == "loop":
-            if node.id not in executed():
+            if not executed(node):
                 continue
             return (f"is inside a loop whose trip count depends on the thread "
                     f"(`{cond}`, line {_line(g.node)})")
@@ -145,7 +145,7 @@ def _divergence(node, body, dep, executed, queries=None) -> str | None:
             if ex.kind == "return":
                 return (f"follows an early `return` taken by threads where `{cond}` "
                         f"(line {_line(ex.node)})")
-            if node.id not in executed():
+            if not executed(node):
                 continue
             return (f"is inside a loop that threads where `{cond}` leave early "
                     f"(`{ex.kind}`, line {_line(ex.node)})")
