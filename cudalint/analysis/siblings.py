@@ -31,6 +31,7 @@ report; the first access of a group is the one to report.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from operator import sub
 from typing import TYPE_CHECKING, Any
@@ -195,10 +196,22 @@ class _Blocks:
         if _BARRIER.search(data):
             return True
         if self._barrier_calls is None:
+            # one scan of the unit: a barrier match never holds a brace, so a body that
+            # is a { ... } block has one exactly when a match of the unit starts inside it
+            unit = self.ctx.unit.data
+            starts = [m.start() for m in _BARRIER.finditer(unit)]
             names = set()
             for fn in self.ctx.model.functions:
                 body = getattr(fn, "body", None)
-                if body is not None and _BARRIER.search(body.text) and fn.name:
+                if body is None or not fn.name:
+                    continue
+                lo, hi = body.start_byte, body.end_byte
+                if unit[lo:lo + 1] == b"{" and unit[hi - 1:hi] == b"}":
+                    i = bisect_left(starts, lo)
+                    found = i < len(starts) and starts[i] < hi
+                else:
+                    found = _BARRIER.search(body.text) is not None
+                if found:
                     names.add(re.escape(fn.name.split("::")[-1].encode()))
             self._barrier_calls = re.compile(
                 rb"\b(?:" + b"|".join(sorted(names)) + rb")\s*(?:<[^;{}()]*>)?\s*\(") \
