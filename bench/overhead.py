@@ -42,11 +42,12 @@ def warm_phases(paths: list[str], jobs: int) -> dict:
     from cudalint.discovery import discover
     from cudalint.output import FORMATS
     from cudalint.output.console import PlainConsole
-    from cudalint.runner import run
+    from cudalint.runner import Lookup, run
     t1 = time.process_time()
-    targets = discover(paths, ConfigResolver())
+    lookup = Lookup(time.time_ns())          # as the CLI does: discovery shares it
+    targets = discover(paths, ConfigResolver(), includes=lookup.includes)
     t2 = time.process_time()
-    results = run(targets, jobs=jobs)
+    results = run(targets, jobs=jobs, lookup=lookup)
     t3 = time.process_time()
     FORMATS["concise"](results, PlainConsole(io.StringIO()), quiet=True)
     t4 = time.process_time()

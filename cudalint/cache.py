@@ -46,8 +46,8 @@ if TYPE_CHECKING:
 
 CACHE_DIR = ".cudalint_cache"
 INDEX_NAME = "index.bin"
-FORMAT = 2
-MAGIC = b"CLIX1\n"
+FORMAT = 3
+MAGIC = b"CLIX\n"
 RACY_NS = 2_000_000_000        # a change this recent may hide in the timestamp's tick
 TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
        "# This file is a cache directory tag created by cudalint.\n"
@@ -295,26 +295,42 @@ def _sweep_temps(folder: Path) -> None:
         pass
 
 
+def _header(fp: str) -> bytes:
+    return f"{FORMAT} {__version__} {fp}\n".encode()
+
+
 def read_index(path: Path | str, check_code: bool = True) -> dict[str, tuple]:
     """The entries of an index file; {} for anything that is not a whole, current index
     written by this code (missing, truncated, damaged, another version or fingerprint).
-    ``check_code=False`` (tests, tools): whatever code fingerprint it carries."""
+    The plain-text header is checked before anything is unmarshalled: an index written
+    by other code (or planted in a repository) is never loaded. ``check_code=False``
+    (tests, tools): whatever code fingerprint it carries."""
     try:
         with open(path, "rb") as fh:
             blob = fh.read()
         if not blob.startswith(MAGIC):
             return {}
-        digest, body = blob[len(MAGIC):len(MAGIC) + 32], blob[len(MAGIC) + 32:]
-        if hashlib.blake2b(body, digest_size=32).digest() != digest:
+        end = blob.index(b"\n", len(MAGIC)) + 1
+        header = blob[len(MAGIC):end]
+        fmt, version, fp = header.decode("ascii").split()
+        if fmt != str(FORMAT) or version != __version__ or \
+                (check_code and header != _header(code_fingerprint())):
             return {}
-        fmt, version, fp, entries = marshal.loads(body)
-        if fmt != FORMAT or version != __version__ or \
-                (check_code and fp != code_fingerprint()) or \
-                type(entries) is not dict:
+        digest, body = blob[end:end + 32], blob[end + 32:]
+        if hashlib.blake2b(header + body, digest_size=32).digest() != digest:
             return {}
-        return entries
+        entries = marshal.loads(body)
+        return entries if type(entries) is dict else {}
     except Exception:
         return {}
+
+
+def _gone(name: str) -> bool:
+    """An entry whose file or folder no longer exists (dropped when the index is saved)."""
+    for prefix in (BUILD_PREFIX, INCLUDES_PREFIX):
+        if name.startswith(prefix):
+            return not os.path.exists(name[len(prefix):])
+    return not os.path.exists(name.split("\0", 1)[0])
 
 
 class Cache:
@@ -428,13 +444,15 @@ class Cache:
         written it meanwhile) with this run's entries on top; temp file + rename."""
         if not self._changed or not self._prepare():
             return
-        entries = dict(read_index(self.index_path))
+        entries = {n: e for n, e in read_index(self.index_path).items()
+                   if n not in self._changed and not _gone(n)}
         entries.update(self._changed)
         try:
-            body = marshal.dumps((FORMAT, __version__, code_fingerprint(), entries))
+            body = marshal.dumps(entries)
         except ValueError:
             return
-        blob = MAGIC + hashlib.blake2b(body, digest_size=32).digest() + body
+        header = _header(code_fingerprint())
+        blob = MAGIC + header + hashlib.blake2b(header + body, digest_size=32).digest() + body
         try:
             fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-", suffix=".bin")
             try:

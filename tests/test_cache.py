@@ -173,7 +173,10 @@ def test_damaged_index_is_an_empty_cache(proj, capsys, counts, no_racy):
     index = proj / ".cudalint_cache" / __version__ / "index.bin"
     whole = index.read_bytes()
     for damaged in (whole[:len(whole) // 2], b"", b"\0" * 100, whole[:-1] + b"!",
-                    cache_mod.MAGIC + b"x" * 32 + b"\xff\xff"):
+                    cache_mod.MAGIC + b"x" * 32 + b"\xff\xff",
+                    cache_mod.MAGIC + cache_mod._header("0" * 16) + whole[len(
+                        cache_mod.MAGIC) + len(cache_mod._header("0" * 16)):],
+                    cache_mod.MAGIC + b"\xff\n" + b"x" * 40):
         index.write_bytes(damaged)
         assert cache_mod.read_index(index) == {}
         counts.reset()
@@ -244,9 +247,10 @@ def test_code_fingerprint_covers_rules_plugins_and_distributions(tmp_path, monke
 def _index_bytes(entries: dict) -> bytes:
     import hashlib
     import marshal
-    body = marshal.dumps((cache_mod.FORMAT, __version__, cache_mod.code_fingerprint(),
-                          entries))
-    return cache_mod.MAGIC + hashlib.blake2b(body, digest_size=32).digest() + body
+    body = marshal.dumps(entries)
+    header = cache_mod._header(cache_mod.code_fingerprint())
+    return cache_mod.MAGIC + header + hashlib.blake2b(header + body,
+                                                      digest_size=32).digest() + body
 
 
 PAYLOADS = [None, 1, (), ("a.cu",), ("a.cu", "x", (), ()), ("a.cu", 1, ((1,),), ()),
@@ -381,3 +385,34 @@ def test_discovery_reads_includes_of_changed_files_only(proj, capsys, counts, no
     main(["a.cu", "--output-format", "json", "--no-cache"])      # no cache, no memo
     capsys.readouterr()
     assert scans == ["a.cu"]
+
+
+def test_foreign_index_is_not_unmarshalled(proj, monkeypatch):
+    """Another fingerprint in the header: the body is never given to marshal."""
+    import marshal
+    index = proj / "index.bin"
+    body = marshal.dumps({"x": 1})
+    header = cache_mod._header("f" * 16)
+    import hashlib
+    index.write_bytes(cache_mod.MAGIC + header +
+                      hashlib.blake2b(header + body, digest_size=32).digest() + body)
+    calls = []
+    monkeypatch.setattr(cache_mod.marshal, "loads", lambda b: calls.append(b) or {})
+    assert cache_mod.read_index(index) == {} and calls == []
+    cache_mod.read_index(index, check_code=False)
+    assert len(calls) == 1
+
+
+def test_entries_of_removed_files_are_dropped(proj, capsys, no_racy):
+    (proj / "a.cu").write_text(LEGACY)
+    (proj / "b.cu").write_text(LEGACY)
+    main([".", "--output-format", "json"])
+    index = proj / ".cudalint_cache" / __version__ / "index.bin"
+    names = [n for n in cache_mod.read_index(index) if not n.startswith("\0")]
+    assert sorted(n.split("\0")[1] for n in names) == ["a.cu", "b.cu", "pyproject.toml"]
+    (proj / "b.cu").unlink()
+    (proj / "c.cu").write_text(LEGACY)            # something to save
+    main([".", "--output-format", "json"])
+    capsys.readouterr()
+    names = [n for n in cache_mod.read_index(index) if not n.startswith("\0")]
+    assert sorted(n.split("\0")[1] for n in names) == ["a.cu", "c.cu", "pyproject.toml"]
