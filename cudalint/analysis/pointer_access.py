@@ -140,9 +140,13 @@ class PointerAccess:
     def address_taken(self, fn: "Function") -> bool:
         """The function's name used other than in its definition, a call or a launch, a
         ``cuda*`` API call or a cast (e.g. ``kernel = &copy;`` with a typed pointer):
-        changing its parameter types could break that use. Undecided (nested deeper than
-        the walk follows) counts as taken."""
-        for ident, path, _ in scan_identifiers(self.model.root, self.ctx.unit.data, fn.name):
+        changing its parameter types could break that use. Undecided (more than MAX_USES
+        mentions) counts as taken."""
+        root, data = self.model.root, self.ctx.unit.data
+        spans = list(_word_spans(data, fn.name, root))
+        if len(spans) > MAX_USES:
+            return True
+        for ident, path, _ in scan_identifiers(root, data, fn.name, None, spans):
             if ident.start_byte == fn.name_node.start_byte:
                 continue
             i = len(path) - 2                              # path[i]: the parent
@@ -212,7 +216,7 @@ class _Body:
         self.facts = facts
         self.fn = fn
         self.parents: dict[int, Node] = {}
-        self._occurrences: dict[str, list[tuple[Node, bool, str | None]]] = {}
+        self._occurrences: dict[str, list[tuple[Node, bool, str | None]] | None] = {}
         self._scanner = NameScanner(fn.body, facts.ctx.unit.data, self.parents)
 
     def parent(self, node: Node) -> Node | None:
@@ -742,6 +746,8 @@ def scan_identifiers(within: Node, data: bytes, name: str,
 
 
 def _word_spans(data: bytes, name: str, within: Node) -> Iterator[tuple[int, int]]:
+    if not name:
+        return
     for m in _word_pattern(name).finditer(data, within.start_byte, within.end_byte):
         s = m.start()
         if s and data[s - 1] in _WORD_BYTES:
