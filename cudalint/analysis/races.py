@@ -2259,12 +2259,14 @@ def _shared_declared(body: Node, memo: "_UnitMemo"
     names: set[str] = set()
     arrays: set[str] = set()
     dims: dict[str, int] = {}
+    if b"__shared__" not in (body.text or b""):
+        return names, arrays, dims
     caps = memo._queries(body) if memo._queries is not None else None
     decls = caps.get("declaration", []) if caps is not None else \
         captures("(declaration) @d", body).get("d", [])
     for decl in decls:
         if not any(c.type in ("storage_class_specifier", "type_qualifier") and
-                   _ts_text(c) == "__shared__" for c in decl.children):
+                   c.text == b"__shared__" for c in decl.children):
             continue
         for d in decl.children_by_field_name("declarator"):
             if d.type == "init_declarator":
