@@ -371,3 +371,45 @@ def test_python_file_rules_locate_after_form_feed_and_line_separator(proj, capsy
     got = sorted((d["location"]["row"], d["location"]["column"], d["end_location"]["column"])
                  for d in json.loads(out))
     assert got == [(4, 24, 25), (4, 27, 29)]
+
+
+def test_lines_named_in_messages_are_file_lines_inside_python_strings(proj, capsys):
+    """A message that points at another line (CL103's early return, CL102's write) names
+    the .py file's line, not the line inside the kernel string."""
+    (proj / "k.py").write_text(
+        'import cupy as cp\n\n\n# padding so that string lines and file lines differ\n'
+        'k = cp.RawKernel(r"""\n'
+        'extern "C" __global__ void k(float* out, const float* in) {\n'   # line 6
+        '    __shared__ float s[256];\n'
+        '    int t = threadIdx.x;\n'
+        '    if (t >= 128) return;\n'                                      # line 9
+        '    s[t] = in[t];\n'                                              # line 10
+        '    __syncthreads();\n'                                           # line 11
+        '    out[t] = s[(t + 1) % 128];\n'
+        '}\n""", "k")\n'
+        'k((1,), (256,), (None, None))\n')
+    code, out, _ = cli(capsys, "k.py", "--output-format", "json", "--no-cache",
+                       "--select", "CL103")
+    found = json.loads(out)
+    assert code == 1 and [d["location"]["row"] for d in found] == [11]
+    assert "(line 9)" in found[0]["message"], found[0]["message"]
+
+
+def test_cl102_lines_inside_python_strings(proj, capsys):
+    (proj / "k.py").write_text(
+        'import cupy as cp\n\n\n'
+        'k = cp.RawKernel(r"""\n'
+        'extern "C" __global__ void k(float* out) {\n'                     # line 5
+        '    __shared__ float s[256];\n'
+        '    int t = threadIdx.x;\n'
+        '    s[t] = t;\n'                                                  # line 8
+        '    out[t] = s[255 - t];\n'                                       # line 9
+        '}\n""", "k")\n'
+        'k((1,), (256,), (None,))\n')
+    code, out, _ = cli(capsys, "k.py", "--output-format", "json", "--no-cache",
+                       "--select", "CL102")
+    found = json.loads(out)
+    assert code == 1 and len(found) == 1, found
+    m = found[0]["metrics"]
+    assert (m["write_line"], m["read_line"]) == (8, 9)
+    assert "(line 8)" in found[0]["message"] and "(line 9)" in found[0]["message"]

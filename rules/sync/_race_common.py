@@ -33,13 +33,14 @@ def races_for(ctx, rule: str):
 
 
 def line(node) -> int:
+    """The node's line in the unit (for ordering; messages use ``ctx.line``, the file's)."""
     return node.start_point[0] + 1
 
 
-def describe(race: Race) -> tuple[str, str, str]:
+def describe(race: Race, ctx) -> tuple[str, str, str]:
     """(write expression + line, read expression + line, the example threads)."""
-    first = f"`{text(race.first)}` (line {line(race.first)})"
-    second = f"`{text(race.second)}` (line {line(race.second)})"
+    first = f"`{text(race.first)}` (line {ctx.line(race.first)})"
+    second = f"`{text(race.second)}` (line {ctx.line(race.second)})"
     t_first, t_second = race.threads
     if race.first_write:
         write, read = first, second
@@ -50,12 +51,12 @@ def describe(race: Race) -> tuple[str, str, str]:
     return write, read, example
 
 
-def metrics(race: Race, others: int) -> dict:
+def metrics(race: Race, others: int, ctx) -> dict:
     t_first, t_second = race.threads
     return {
         "array": race.array.split("@")[0],
-        "write_line": line(race.first if race.first_write else race.second),
-        "read_line": line(race.second if race.first_write else race.first),
+        "write_line": ctx.line(race.first if race.first_write else race.second),
+        "read_line": ctx.line(race.second if race.first_write else race.first),
         "hazard": "read-after-write" if race.first_write else "write-after-read",
         "threads": [t_first, t_second],
         "byte_offset": race.address,
@@ -75,9 +76,9 @@ def statement_of(node):
     return cur if cur.parent is not None else None
 
 
-def clause(race: Race, who: str) -> str:
+def clause(race: Race, who: str, ctx) -> str:
     """"`s[tid + 8]` (line 14) reads `s` written at `s[tid]` (line 13) by <who>"."""
-    write, read, _ = describe(race)
+    write, read, _ = describe(race, ctx)
     arr = race.array.split("@")[0]
     if race.first_write:
         return f"{read} reads `{arr}` written at {write} by {who}"
@@ -99,9 +100,9 @@ class Exchange:
     def node(self):
         return self.race.second
 
-    @property
-    def lines(self) -> list[int]:
-        return sorted({line(s) for s in self.steps})
+    def lines(self, ctx) -> list[int]:
+        """The steps' lines in the file."""
+        return sorted({ctx.line(s) for s in self.steps})
 
 
 def _span(race: Race) -> tuple[int, int]:

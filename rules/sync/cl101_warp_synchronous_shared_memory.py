@@ -70,7 +70,7 @@ class WarpSynchronousSharedMemory(Rule):
         taken: dict[int, set[str]] = {}
         for ex in warp_exchanges(ctx):
             race = ex.race
-            _, _, example = describe(race)
+            _, _, example = describe(race, ctx)
             fix = None
             names = taken.setdefault(race.kernel.node.id, set())
             found = exchange_fix(ctx, ex, names)
@@ -78,15 +78,15 @@ class WarpSynchronousSharedMemory(Rule):
                 what, edits = found
                 fix = Fix(what, tuple(Edit(a, b, c) for a, b, c in edits), "unsafe")
             arr = race.array.split("@")[0]
-            lines = ex.lines
+            lines = ex.lines(ctx)
             if len(ex.steps) > 1:
                 lead = (f"{len(ex.steps)} steps (lines {line_ranges(lines)}) exchange "
                         f"`{arr}` between lanes of a warp with no `__syncwarp()`: "
-                        f"{clause(race, 'another lane of the same warp')} ({example})")
+                        f"{clause(race, 'another lane of the same warp', ctx)} ({example})")
             else:
-                lead = (f"{clause(race, 'another lane of the same warp')} with no "
+                lead = (f"{clause(race, 'another lane of the same warp', ctx)} with no "
                         f"`__syncwarp()` between ({example})")
-            m = metrics(race, len(ex.races))
+            m = metrics(race, len(ex.races), ctx)
             m["steps"] = len(ex.steps)
             m["lines"] = lines
             yield Finding.at(

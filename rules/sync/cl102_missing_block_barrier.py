@@ -48,9 +48,9 @@ class MissingBlockBarrier(Rule):
     def check(self, ctx):
         for node, races in races_for(ctx, self.code):
             race = races[0]
-            _, _, example = describe(race)
+            _, _, example = describe(race, ctx)
             yield Finding.at(
                 node,
-                f"missing `__syncthreads()`: {clause(race, 'threads of other warps')} "
+                f"missing `__syncthreads()`: {clause(race, 'threads of other warps', ctx)} "
                 f"with no block barrier between ({example})",
-                metrics=metrics(race, len(races)))
+                metrics=metrics(race, len(races), ctx))

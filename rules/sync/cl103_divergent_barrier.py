@@ -74,7 +74,7 @@ class DivergentBarrier(Rule):
                     continue
                 try:
                     why = _divergence(sync.node, fn.body, dep, lambda n: ctx.analysis(
-                        RaceAnalysis).reached_by_part(n), queries)
+                        RaceAnalysis).reached_by_part(n), queries, ctx.line)
                 except RecursionError:
                     # a condition nested deeper than the analysis can follow (thousands
                     # of terms, machine-made code): undecided, so silent
@@ -103,16 +103,17 @@ class _Lazy:
         return self._dep.reason(node)
 
 
-def _line(node) -> int:
+def _unit_line(node) -> int:
     return node.start_point[0] + 1
 
 
-def _divergence(node, body, dep, executed, queries=None) -> str | None:
+def _divergence(node, body, dep, executed, queries=None, _line=_unit_line) -> str | None:
     """Why ``node`` is not reached by every thread, or None. Branches and early returns
     on thread-dependent conditions are decided statically (the programming model forbids
     them whatever the sizes); a loop's trip count and early `break`s only when running
     the block showed some threads skipping the barrier (a loop such as
-    `for (i = tid; i < n; i += blockDim.x)` is uniform when n is a multiple)."""
+    `for (i = tid; i < n; i += blockDim.x)` is uniform when n is a multiple).
+    ``_line`` gives the line a message names (the file's: ``ctx.line``)."""
     guards = control_context(node, body)
     if any(g.kind in ("opaque",) for g in guards):
         return None
