@@ -89,7 +89,8 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
         for rule in file_rules:
             _run(rule, fctx, None, findings, notices)
 
-    diagnostics = [_to_diagnostic(rule, f, unit, file, settings) for rule, f, unit in findings]
+    diagnostics = _distinct(_to_diagnostic(rule, f, unit, file, settings)
+                            for rule, f, unit in findings)
     if any(r.code == "CL000" for r in rules):
         for off, msg in notices:
             row, col = file.position(off)
@@ -101,6 +102,19 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
         for row in range(d.row, min(d.end_row, d.row + 8) + 1):
             result.lines[row] = file.line_text(row)
     return result
+
+
+def _distinct(diagnostics) -> list[Diagnostic]:
+    """One diagnostic per (code, place, message): a kernel string handed to several
+    RawKernel/RawModule calls is analysed once per call, but said once."""
+    seen: set[tuple] = set()
+    out = []
+    for d in diagnostics:
+        key = (d.code, d.start_offset, d.end_offset, d.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
 
 
 def _python_units(file: SourceFile, settings: Settings, notices) -> list[Unit]:

@@ -149,6 +149,15 @@ class Unit:
                 return emb.char_map[i]
         return emb.call_start
 
+    def is_written(self, byte_offset: int) -> bool:
+        """Is the character at ``byte_offset`` written in the file (not wrapper code or
+        an opaque token that cudalint made up for a CuPy/PyCUDA snippet)?"""
+        if self.embedded is None:
+            return True
+        char = self.char_offset(byte_offset)
+        cmap = self.embedded.char_map
+        return 0 <= char < len(cmap) and cmap[char] >= 0
+
     def file_span(self, start_byte: int, end_byte: int) -> tuple[int, int]:
         start = self.file_offset(start_byte)
         end = self.file_offset(end_byte, end=True) if end_byte > start_byte else start

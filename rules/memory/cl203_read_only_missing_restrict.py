@@ -93,6 +93,10 @@ class ReadOnlyMissingRestrict(Rule):
                     continue
                 if "volatile" in ctx.text(p.node):
                     continue
+                if p.name_node is None or not ctx.unit.is_written(p.name_node.start_byte):
+                    # a parameter cudalint wrote for a snippet (an ElementwiseKernel
+                    # `raw T x` is a CArray passed by value): no declaration to change
+                    continue
                 yield self._finding(ctx, kernel, acc, by_name, other_declared, data)
 
     def _finding(self, ctx, kernel, acc, by_name, other_declared, data):
