@@ -109,7 +109,13 @@ def main(argv: list[str] | None = None) -> int:
             from .server import serve
             serve()
             return 0
-        return _check(args)
+        import gc
+        threshold = gc.get_threshold()
+        gc.set_threshold(10000, 10, 10)     # fewer collections (see runner._tune_gc)
+        try:
+            return _check(args)
+        finally:
+            gc.set_threshold(*threshold)
     except UsageError as exc:
         print(f"cudalint: error: {exc}", file=sys.stderr)
         return 2
