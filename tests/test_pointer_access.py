@@ -178,3 +178,15 @@ def test_more_uses_than_followed_is_undecided_and_silent():
                       " + ".join(["a[n]"] * many) + ";")
     assert _cl204("    for (int j = 0; j < n; ++j) y[j] = " +
                   " + ".join(["a[n]"] * 100) + ";")
+
+
+def test_most_vexing_parse_uses_are_loads_or_undecided():
+    """`Point c(p[0], p[1]);` parses as a function declarator whose parameters have the
+    type `p`: those are loads of p (counted), and a shape that may hide a write there
+    leaves p undecided, never "read only"."""
+    head = ("struct Point { float x, y; __device__ Point(float a, float b) : x(a), y(b) {} };\n"
+            "__global__ void k(float* p, float* out) { Point c(")
+    tail = "); out[0] = c.x + p[2]; }\n"
+    (d,) = _findings(head + "p[0], p[1]" + tail, "CL203")
+    assert d.metrics["loads"] == 3
+    assert _status(head + "p[0] = 2.0f, p[1]" + tail, "p") != "read_only"

@@ -238,6 +238,20 @@ class _Body:
         self._occurrences[name] = out
         return out
 
+    def type_uses(self, name: str) -> list[Node]:
+        """Parameter declarations of a local function declarator in which ``name`` is
+        the type: C++'s most vexing parse of `Point c(p[0], p[1]);` (tree-sitter reads
+        `p[0]` as a parameter of type `p`). The text, not the tree, holds these uses."""
+        out: list[Node] = []
+        for s, e, path, _ in scan_paths(self.fn.body, self.facts.ctx.unit.data, name):
+            cur = path[-1]
+            if cur.type == "type_identifier" and cur.start_byte == s and \
+                    cur.end_byte == e and len(path) > 2 and \
+                    path[-2].type in ("parameter_declaration",
+                                      "optional_parameter_declaration"):
+                out.append(path[-2])
+        return out
+
     def declarations(self, name: str) -> list[Node] | None:
         """The declarator identifiers that declare ``name`` in the body (not params);
         None: too many uses to tell."""
@@ -289,6 +303,16 @@ class _Tracer:
             if occurrences is None:
                 self.unknown(self.fn.name_node, f"`{name}` used more than {MAX_USES} times")
                 continue
+            if kind == "ptr":
+                for decl in self.body.type_uses(name):
+                    # `p[i]` read as a parameter `p [i]`: a load; any other shape
+                    # (`p[0] = v`, a default value) is not followed
+                    kids = decl.named_children
+                    if decl.type == "parameter_declaration" and len(kids) == 2 and \
+                            kids[1].type == "abstract_array_declarator":
+                        self.load(decl)
+                    else:
+                        self.unknown(decl, "used where the parser saw a type")
             for occ, is_declaration, opaque in occurrences:
                 if is_declaration:
                     continue
