@@ -1,4 +1,5 @@
 import ast
+import re
 
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
@@ -45,8 +46,9 @@ class ConvChannelsUnaligned(Rule):
 
     def check(self, ctx):
         text = ctx.file.text
-        if "Conv" not in text and "Linear" not in text:
-            return
+        if "torch" not in text or ("Conv" not in text and "Linear" not in text) or \
+                _LAYER_CALL.search(text) is None:
+            return                      # no layer is called: no parse
         tree = ctx.python_tree
         if tree is None:
             return
@@ -88,6 +90,9 @@ class ConvChannelsUnaligned(Rule):
                               "Core kernels want " + (f"{up - 8} or {up}" if up > 8 else
                                                       "8 (pad it)"),
                               metrics={"channels": v, "role": role, "suggested": up})
+
+
+_LAYER_CALL = re.compile(r"\b(?:" + "|".join(sorted(_LAYERS)) + r")\s*\(")
 
 
 def _layer(func):
