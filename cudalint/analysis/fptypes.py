@@ -339,6 +339,9 @@ def fp_facts(unit_data: bytes, tree_facts=None, want_contractions: bool = True) 
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
+    if _ANGLE_CHAIN.search(src):
+        return FpFacts("libclang", note="a chain of '<' after names libclang may not "
+                                        "know; the unit was not analysed")
     stack = _stack_for(src, tree_facts)
     if stack is None:
         return FpFacts("libclang", note="expressions nested too deeply for libclang; "
@@ -355,6 +358,14 @@ def fp_facts(unit_data: bytes, tree_facts=None, want_contractions: bool = True) 
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = facts
     return facts
+
+
+# `a < a < a < ... < expr` with undeclared names: clang 18 tries each `a <` both as a
+# comparison and as the start of a template argument list, re-reading what follows each
+# time, so the parse costs about len(expr) * 2**k (fuzz: 21 of them before a 3000-term
+# sum, minutes). Real code has at most 4 in a row (`value_type_t<is_optional<...`, over
+# /tmp/real); 8 or more and the unit is left to silence.
+_ANGLE_CHAIN = re.compile(rb"(?:\b[A-Za-z_]\w*\s*<(?![<=])\s*){8}")
 
 
 # clang's parser recurses once per nesting level (`- - - x`, `(float)(float)x`, `a ? b :
