@@ -190,3 +190,18 @@ def test_most_vexing_parse_uses_are_loads_or_undecided():
     (d,) = _findings(head + "p[0], p[1]" + tail, "CL203")
     assert d.metrics["loads"] == 3
     assert _status(head + "p[0] = 2.0f, p[1]" + tail, "p") != "read_only"
+
+
+def test_cl203_silent_when_a_launch_passes_the_written_buffer_too():
+    """merge<<<>>>(dst, dst): the read pointer is the buffer the kernel writes, so neither
+    __restrict__ nor __ldg() is valid; launched with distinct buffers it is flagged."""
+    kernel = ("__global__ void merge(float* dst, float* src, int n) {\n"
+              "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "    if (i < n) dst[i] = src[i ^ 1];\n}\n")
+    in_place = kernel + "void run(float* d, int n) { merge<<<n / 256, 256>>>(d, d, n); }\n"
+    apart = kernel + "void run(float* d, float* s, int n) { merge<<<n / 256, 256>>>(d, s, n); }\n"
+    assert _findings(in_place, "CL203") == []
+    (d,) = _findings(apart, "CL203")
+    assert "`src`" in d.message
+    both = in_place + "void run2(float* d, float* s, int n) { merge<<<1, 256>>>(d, s, n); }\n"
+    assert _findings(both, "CL203") == []          # one in-place launch is enough

@@ -97,6 +97,8 @@ class ReadOnlyMissingRestrict(Rule):
                     # a parameter cudalint wrote for a snippet (an ElementwiseKernel
                     # `raw T x` is a CArray passed by value): no declaration to change
                     continue
+                if _launched_in_place(ctx, kernel, acc, by_name):
+                    continue
                 yield self._finding(ctx, kernel, acc, by_name, other_declared, data)
 
     def _finding(self, ctx, kernel, acc, by_name, other_declared, data):
@@ -226,3 +228,27 @@ def _explicitly_instantiated(data: bytes, name: str, templates) -> bool:
         return False
     pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*<")
     return any(pat.search(st) for st in statements)
+
+
+def _launched_in_place(ctx, kernel, acc, by_name) -> bool:
+    """Does a launch in this unit pass the same buffer for this pointer and for one the
+    kernel writes (`merge<<<g, b>>>(dst, dst, n)`)? Then neither `__restrict__` nor
+    `__ldg()` is valid for that launch: the data changes while the kernel runs."""
+    written = [i for i, p in enumerate(kernel.params)
+               if p.name in by_name and by_name[p.name].status == "written"]
+    if not written:
+        return False
+    mine = next(i for i, p in enumerate(kernel.params) if p is acc.param)
+    for launch in ctx.model.launches:
+        if launch.kernel != kernel.name:
+            continue
+        args = launch.node.child_by_field_name("arguments")
+        if args is None:
+            continue
+        texts = ["".join(ctx.text(a).split()) for a in args.named_children
+                 if a.type != "comment"]
+        if len(texts) != len(kernel.params):
+            continue
+        if any(texts[i] == texts[mine] for i in written):
+            return True
+    return False
