@@ -89,6 +89,16 @@ class FileContext:
         self._analyses: dict[Any, Any] = {}
 
     @cached_property
+    def is_test(self) -> bool:
+        """A test file (`test_*.py`, `*_test.py`, `conftest.py`, or under a `tests`,
+        `test` or `testing` folder): advice about model shapes does not apply to the toy
+        models tests build on purpose."""
+        parts = self.file.path.replace("\\", "/").split("/")
+        name = parts[-1]
+        return name.startswith("test_") or name.endswith("_test.py") or \
+            name == "conftest.py" or any(p in ("tests", "test", "testing") for p in parts[:-1])
+
+    @cached_property
     def python_tree(self) -> "ast.Module | None":
         """The file parsed by ``ast`` once for every file rule (None when it does not
         parse, or nests too deeply for the parser). Never imported or run."""

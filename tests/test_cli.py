@@ -436,3 +436,13 @@ def test_cl203_not_on_elementwise_raw_params_and_said_once_per_string(proj, caps
     assert code == 1
     assert [(d["location"]["row"], d["location"]["column"]) for d in found] == [(5, 45)]
     assert "`inp`" in found[0]["message"]
+
+
+def test_shape_rules_skip_test_files(proj, capsys):
+    model = "import torch\nconv = torch.nn.Conv2d(16, 30, 3)\n"
+    for rel in ("tests/model.py", "pkg/test_model.py", "pkg/model_test.py", "pkg/model.py"):
+        (proj / rel).parent.mkdir(parents=True, exist_ok=True)
+        (proj / rel).write_text(model)
+    code, out, _ = cli(capsys, ".", "--select", "CL501", "--output-format", "json",
+                       "--no-cache")
+    assert code == 1 and sorted({d["filename"] for d in json.loads(out)}) == ["pkg/model.py"]

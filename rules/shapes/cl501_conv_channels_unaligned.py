@@ -17,7 +17,9 @@ class ConvChannelsUnaligned(Rule):
     (FP16/BF16 Tensor Cores; multiples of 4 suffice for TF32). A first layer with 1 or 3
     input channels is not asked to go to 8: the message suggests padding the input to 4
     channels (cuDNN's C=4 kernels, with stride 2). Counts below 8 on the output side
-    (a 1- or 2-way head), grouped convolutions and non-literal sizes are left alone.
+    (a 1- or 2-way head), grouped convolutions and non-literal sizes are left alone, and
+    so are test files (`test_*.py`, `*_test.py`, `conftest.py`, files under `tests/`,
+    `test/`, `testing/`), which build toy models on purpose. CL502 and CL503 skip them too.
 
     ## Why is this bad?
     cuDNN and cuBLAS pick Tensor Core kernels when C and K (or the GEMM dimensions) are
@@ -45,6 +47,8 @@ class ConvChannelsUnaligned(Rule):
     file_kinds = frozenset({"python"})
 
     def check(self, ctx):
+        if ctx.is_test:
+            return                      # toy models on purpose
         text = ctx.file.text
         if "torch" not in text or ("Conv" not in text and "Linear" not in text) or \
                 _LAYER_CALL.search(text) is None:
