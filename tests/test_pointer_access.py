@@ -205,3 +205,16 @@ def test_cl203_silent_when_a_launch_passes_the_written_buffer_too():
     assert "`src`" in d.message
     both = in_place + "void run2(float* d, float* s, int n) { merge<<<1, 256>>>(d, s, n); }\n"
     assert _findings(both, "CL203") == []          # one in-place launch is enough
+
+
+def test_cl204_reported_at_the_first_dynamic_access_in_source_order():
+    src = ("__global__ void k(float* out, const int* idx, int n) {\n"
+           "    float t[18] = {};\n"
+           "    for (int i = 0; i < n; i++) {\n"
+           "        int j = idx[i];\n"
+           "        t[2 * j] = 1.0f;\n"            # line 5: the first dynamic access
+           "        t[2 * j + 1] = 2.0f;\n"
+           "    }\n"
+           "    out[threadIdx.x] = t[threadIdx.x % 18];\n}\n")
+    (d,) = _findings(src, "CL204")
+    assert (d.row, d.column) == (5, 9)

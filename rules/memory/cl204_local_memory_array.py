@@ -60,7 +60,7 @@ class LocalMemoryArray(Rule):
             if reason is None:
                 continue
             arr = facts.array
-            first = facts.dynamic[0]
+            first = min(facts.dynamic, key=lambda a: a.node.start_byte)   # in source order
             if not_for_modern_cuda(first.node):
                 continue
             dims = "".join(f"[{d}]" for d in arr.dims)
