@@ -236,8 +236,8 @@ def control_context(node: Node, body: Node) -> list[Guard]:
     A nested function-like node (a macro such as ``CUDA_KERNEL_LOOP(i, n) { ... }``
     parses as one) is an "opaque" guard: what it does with its body is unknown."""
     out: list[Guard] = []
-    child, cur = node, node.parent
-    while cur is not None and cur.id != body.id:
+    child = node
+    for cur in ancestors(node, body):
         t = cur.type
         if t == "if_statement":
             cons = cur.child_by_field_name("consequence")
@@ -265,8 +265,32 @@ def control_context(node: Node, body: Node) -> list[Guard]:
                 out.append(Guard("ternary", cur, cur.child_by_field_name("left")))
         elif t in FUNCTION_LIKE:
             out.append(Guard("opaque", cur, None))
-        child, cur = cur, cur.parent
+        child = cur
     return out
+
+
+def ancestors(node: Node, top: Node) -> list[Node]:
+    """The ancestors of ``node`` below ``top``, innermost first (all of them, up to the
+    root, when ``node`` is not inside ``top``). Found going down from ``top``:
+    ``Node.parent`` costs the node's depth (tree-sitter walks down from the root), so
+    walking up was quadratic in the depth -- minutes for a barrier 44,000 levels deep in
+    a fuzzed expression."""
+    path: list[Node] = []
+    if top.id != node.id and top.start_byte <= node.start_byte \
+            and node.end_byte <= top.end_byte:
+        cur = top.child_with_descendant(node)
+        while cur is not None and cur.id != node.id:
+            path.append(cur)
+            cur = cur.child_with_descendant(node)
+        if cur is not None:
+            path.reverse()
+            return path
+        path = []
+    cur = node.parent
+    while cur is not None and cur.id != top.id:
+        path.append(cur)
+        cur = cur.parent
+    return path
 
 
 def _within(node: Node, region: Node) -> bool:
@@ -329,11 +353,9 @@ def _exit_statements(body: Node, caps: Captures | None):
 
 def _owning_loop(stmt: Node, body: Node) -> Node | None:
     """The loop a break/continue belongs to (a break inside a switch belongs to it)."""
-    cur = stmt.parent
-    while cur is not None and cur.id != body.id:
+    for cur in ancestors(stmt, body):
         if cur.type in LOOPS:
             return cur
         if cur.type == "switch_statement" and stmt.type == "break_statement":
             return None
-        cur = cur.parent
     return None

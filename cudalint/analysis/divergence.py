@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from tree_sitter import Node
 
 from ..parse import text
-from .cfg import FUNCTION_LIKE, LOOPS, BodyQueries
+from .cfg import FUNCTION_LIKE, LOOPS, BodyQueries, ancestors
 
 if TYPE_CHECKING:
     from ..context import UnitContext
@@ -271,16 +271,19 @@ class FunctionDependence:
         """A thread-dependent condition deciding whether ``node`` runs, among the
         constructs between it and its variable's declaration (a variable declared inside
         the branch or loop starts afresh there)."""
-        cur = node.parent
-        stop = scope.id if scope is not None else self.body.id
-        while cur is not None and cur.id != self.body.id and cur.id != stop:
+        # going down from the scope (or the body), not up through Node.parent, which
+        # costs the node's depth each step (cfg.ancestors)
+        top = scope if scope is not None and scope.start_byte <= node.start_byte \
+            and node.end_byte <= scope.end_byte else self.body
+        for cur in ancestors(node, top):
+            if cur.id == self.body.id:
+                break
             if cur.type in ("if_statement", "while_statement", "do_statement",
                             "for_statement", "switch_statement"):
                 cond = cur.child_by_field_name("condition")
                 if cond is not None and not (cond.start_byte <= node.start_byte < cond.end_byte) \
                         and self.varies(cond):
                     return text(cond).strip("() ")
-            cur = cur.parent
         return None
 
 

@@ -90,7 +90,7 @@ class UncoalescedGlobalAccess(Rule):
                 continue                        # coalesced: no need for every figure
             fig = coalescing_figures(access)
             if fig is None or fig["sectors_per_request"] < threshold * \
-                    fig["ideal_sectors_per_request"] or not_for_modern_cuda(access.node):
+                    fig["ideal_sectors_per_request"] or not_for_modern_cuda(access.node, ctx):
                 continue
             flagged.append((access, fig.get("stride_bytes", fig.get("x_stride_bytes")), fig))
         # figures stay per access (the GPU measures each one); the fields of one record

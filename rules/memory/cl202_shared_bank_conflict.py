@@ -55,7 +55,7 @@ class SharedBankConflict(Rule):
             if surely_below(access, wavefronts, 2 * access.ideal_wavefronts):
                 continue                        # conflict-free: no need for every figure
             fig = bank_conflict_figures(access)
-            if fig is None or fig["bank_ways"] < 2 or not_for_modern_cuda(access.node):
+            if fig is None or fig["bank_ways"] < 2 or not_for_modern_cuda(access.node, ctx):
                 continue
             ways = fig["bank_ways"]
             ways_txt = f"{ways:g}" if fig["exact"] else f"at least {ways:g}"

@@ -75,7 +75,7 @@ class ReadOnlyMissingRestrict(Rule):
         data = ctx.unit.data
         templates = _Lazy(lambda: _template_statements(data))
         for kernel in kernels:
-            if not_for_modern_cuda(kernel.node):
+            if not_for_modern_cuda(kernel.node, ctx):
                 continue
             accesses = facts.kernel_params(kernel)
             by_name = {a.param.name: a for a in accesses}

@@ -61,7 +61,7 @@ class LocalMemoryArray(Rule):
                 continue
             arr = facts.array
             first = min(facts.dynamic, key=lambda a: a.node.start_byte)   # in source order
-            if not_for_modern_cuda(first.node):
+            if not_for_modern_cuda(first.node, ctx):
                 continue
             dims = "".join(f"[{d}]" for d in arr.dims)
             size = f"{facts.elements} elements, {facts.bytes} bytes" if facts.bytes \

@@ -27,7 +27,7 @@ def races_for(ctx, rule: str):
         # prefer a write -> read pair, then the nearest earlier access
         races.sort(key=lambda r: (not r.first_write, -r.first.start_byte))
         node = races[0].second
-        if not_for_modern_cuda(node):
+        if not_for_modern_cuda(node, ctx):
             continue
         yield node, races
 

@@ -70,7 +70,7 @@ class DivergentBarrier(Rule):
                 continue
             dep = _Lazy(deps, fn)
             for sync in syncs:
-                if not_for_modern_cuda(sync.node):
+                if not_for_modern_cuda(sync.node, ctx):
                     continue
                 try:
                     why = _divergence(sync.node, fn.body, dep, lambda n: ctx.analysis(

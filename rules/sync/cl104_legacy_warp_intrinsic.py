@@ -63,7 +63,7 @@ class LegacyWarpIntrinsic(Rule):
         for call in calls:
             callee = call.child_by_field_name("function")
             name = ctx.text(callee)
-            if name in own or not_for_modern_cuda(call):
+            if name in own or not_for_modern_cuda(call, ctx):
                 continue
             args = call.child_by_field_name("arguments")
             replacement = LEGACY[name]

@@ -47,7 +47,7 @@ class WarpMaskMismatch(Rule):
     def check(self, ctx):
         facts = ctx.analysis(RaceAnalysis)
         for m in facts.masks:
-            if not_for_modern_cuda(m.node):
+            if not_for_modern_cuda(m.node, ctx):
                 continue
             fn = m.node.child_by_field_name("function")
             name = text(fn) if fn is not None else "the intrinsic"

@@ -1,0 +1,80 @@
+"""Ancestors found going down from a node's function body or from the unit's list of
+conditionals (cfg.ancestors, preproc.Conditionals) are the ones Node.parent gives."""
+from cudalint.analysis.cfg import ancestors
+from cudalint.analysis.preproc import guards
+from cudalint.parse import captures, parse
+
+SRC = b"""#ifdef USE_ROCM
+__global__ void h(int* p) { p[0] = 1; }
+#else
+__global__ void k(int* p, int n) {
+#if CUDA_VERSION < 9000
+    if (n > 2) { for (int i = 0; i < n; ++i) { p[i] = n ? i : -i; } }
+#else
+    while (n--) { switch (n) { case 1: p[n] = 3; break; } }
+#endif
+}
+#endif
+"""
+
+
+def _walk(node):
+    yield node
+    for c in node.children:
+        yield from _walk(c)
+
+
+def _up(node, top):
+    out, cur = [], node.parent
+    while cur is not None and cur.id != top.id:
+        out.append(cur)
+        cur = cur.parent
+    return out
+
+
+class _Ctx:
+    """What preproc asks of a unit context."""
+
+    def __init__(self, data: bytes):
+        self.root = parse(data).root_node
+        self._analyses = {}
+
+    def captures(self, q):
+        return captures(q, self.root)
+
+    def analysis(self, factory):
+        if factory not in self._analyses:
+            self._analyses[factory] = factory(self)
+        return self._analyses[factory]
+
+
+def _ctx():
+    return _Ctx(SRC)
+
+
+def test_ancestors_match_parent_walk():
+    ctx = _ctx()
+    bodies = [n for n in _walk(ctx.root) if n.type == "compound_statement"]
+    assert bodies
+    checked = 0
+    for body in bodies:
+        for node in _walk(body):
+            assert [a.id for a in ancestors(node, body)] == [a.id for a in _up(node, body)]
+            checked += 1
+    # a node outside `top`: every ancestor up to the root
+    node = bodies[-1]
+    assert [a.id for a in ancestors(node, bodies[0])] == [a.id for a in _up(node, bodies[0])]
+    assert checked > 50
+
+
+def test_conditionals_match_parent_walk():
+    ctx = _ctx()
+    seen = set()
+    for node in _walk(ctx.root):
+        fast, slow = guards(node, ctx), guards(node)
+        assert fast == slow
+        seen.add(tuple((g.condition, g.in_else) for g in slow))
+    # nodes under both sides of both conditionals were compared
+    assert (("CUDA_VERSION < 9000", True), ("USE_ROCM", True)) in seen
+    assert (("CUDA_VERSION < 9000", False), ("USE_ROCM", True)) in seen
+    assert (("USE_ROCM", False),) in seen
