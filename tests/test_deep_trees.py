@@ -1,5 +1,7 @@
 """Ancestors found going down from a node's function body or from the unit's list of
 conditionals (cfg.ancestors, preproc.Conditionals) are the ones Node.parent gives."""
+import re
+
 from cudalint.analysis.cfg import ancestors
 from cudalint.analysis.preproc import guards
 from cudalint.parse import captures, parse
@@ -78,3 +80,28 @@ def test_conditionals_match_parent_walk():
     assert (("CUDA_VERSION < 9000", True), ("USE_ROCM", True)) in seen
     assert (("CUDA_VERSION < 9000", False), ("USE_ROCM", True)) in seen
     assert (("USE_ROCM", False),) in seen
+
+
+KERNEL = b"""__global__ void k(float* out, float** p, int n) {
+    unsigned tid = threadIdx.x;
+    float v = tid < 4 ? p[tid][0] * *p[tid + n] : (*(p[0]))[tid];
+    out[(tid)] = v + foo(p[tid][n], &out[2]) + 0x1f;
+}
+"""
+
+
+def test_lanes_parents_and_mentions_match_the_tree():
+    from cudalint.analysis.lanes import _Mentions, _Parents
+    body = next(n for n in _walk(parse(KERNEL).root_node) if n.type == "compound_statement")
+    up = _Parents(body)
+    names = {b"tid", b"out"}
+    mentions = _Mentions(body, names)
+    checked = 0
+    for node in _walk(body):
+        if node.id == body.id:
+            continue
+        assert up(node).id == node.parent.id
+        expected = not names.isdisjoint(re.findall(rb"[A-Za-z_][A-Za-z_0-9]*", node.text))
+        assert mentions(node) == expected, node.text
+        checked += expected
+    assert checked > 10

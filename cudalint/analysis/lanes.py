@@ -25,6 +25,7 @@ access *opaque*: it is simply not reported.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
 from itertools import repeat
@@ -1068,22 +1069,24 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
     lanes = KernelLanes(ctx, fn, declared, structs)
     dependent = thread_dependent_names(fn, lanes.writes, lanes.declared)
     out = []
+    up = _Parents(fn.body)
+    mentions = _Mentions(fn.body, dependent)
     for node in candidates:
-        if _is_inner(node):
+        if _is_inner(node, up):
             continue
         target = node
-        parent = node.parent
+        parent = up(node)
         while parent is not None and parent.type == "field_expression" and \
                 text(parent.child_by_field_name("operator")) == "." and \
                 parent.child_by_field_name("argument").id == target.id:
             target = parent
-            parent = parent.parent
+            parent = up(parent)
         if parent is not None and parent.type == "pointer_expression" and \
                 text(parent.child_by_field_name("operator")) == "&":
             continue
-        if dependent.isdisjoint(_IDENT.findall(target.text)):
+        if not mentions(target):
             continue                            # the same address for every lane
-        if _passed_by_reference(ctx, target):
+        if _passed_by_reference(ctx, target, up):
             continue                            # the callee decides the access width
         lanes.used_tid = set()
         try:
@@ -1097,7 +1100,7 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
             continue
         if declared.source == "launch_bounds" and lanes.used_tid - {"x", UNKNOWN}:
             continue
-        is_store, is_load = _direction(target)
+        is_store, is_load = _direction(target, up)
         offsets = list(p.offset) if all(act) else \
             [o if a else None for o, a in zip(p.offset, act)]
         groups = [offsets[g * WARP:(g + 1) * WARP] for g in range(lanes.groups)]
@@ -1111,18 +1114,19 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
     return out
 
 
-def _passed_by_reference(ctx, node: Node) -> bool:
+def _passed_by_reference(ctx, node: Node, up=None) -> bool:
     """An lvalue handed to a call that may take it by reference and access it with a
     width of its own (``AssignAs<uint4>(dst, src[i])``, ``load(v, p[i])``): a template
     call with explicit arguments, or a function of the unit whose parameter there is a
     reference. Intrinsics and functions defined elsewhere are taken as by-value."""
+    up = up or _node_parent
     cur = node
-    parent = cur.parent
+    parent = up(cur)
     while parent is not None and parent.type == "parenthesized_expression":
-        cur, parent = parent, parent.parent
+        cur, parent = parent, up(parent)
     if parent is None or parent.type != "argument_list":
         return False
-    call = parent.parent
+    call = up(parent)
     if call is None or call.type != "call_expression":
         return False
     callee = call.child_by_field_name("function")
@@ -1179,19 +1183,78 @@ def _struct_of(node: Node) -> str | None:
         else None
 
 
-def _is_inner(node: Node) -> bool:
+class _Mentions:
+    """Whether a node's text names one of ``names``, from the places of those names in
+    the body found once (``_IDENT.findall(node.text)`` for each access was quadratic:
+    seconds for 14,000 nested dereferences of a fuzzed expression)."""
+
+    def __init__(self, body: Node, names: set):
+        self.names = names
+        self.data = body.text or b""
+        self.base = body.start_byte
+        spans = [(m.start() + self.base, m.end() + self.base)
+                 for m in _IDENT.finditer(self.data) if m.group() in names]
+        self.spans = spans
+        self.starts = [a for a, _ in spans]
+
+    def __call__(self, node: Node) -> bool:
+        lo, hi = node.start_byte, node.end_byte
+        k = lo - self.base
+        if not (0 <= k and hi - self.base <= len(self.data)) or \
+                (k > 0 and _IDENT_CHAR.match(self.data, k - 1)):
+            # not a token start inside the body: as the text alone reads
+            return not self.names.isdisjoint(_IDENT.findall(node.text))
+        i = bisect_left(self.starts, lo)
+        return i < len(self.spans) and self.spans[i][1] <= hi
+
+
+_IDENT_CHAR = re.compile(rb"[A-Za-z_0-9]")
+
+
+def _node_parent(node: Node) -> Node | None:
+    return node.parent
+
+
+class _Parents:
+    """Parents of the nodes an access is read through (subscripts, dereferences, member
+    accesses, parentheses, argument lists) in one query over a body. ``Node.parent``
+    costs the node's depth (tree-sitter walks down from the root): asked for each of
+    40,000 nested dereferences of a fuzzed expression it took minutes."""
+    _QUERY = ("(_ [(subscript_expression) (pointer_expression) (field_expression) "
+              "(parenthesized_expression) (argument_list)] @c) @p")
+
+    def __init__(self, body: Node | None):
+        self.map: dict[int, Node] | None = None
+        self.body = body
+
+    def __call__(self, node: Node) -> Node | None:
+        if self.map is None:
+            self.map = {}
+            if self.body is not None:
+                import tree_sitter
+                from ..parse import query
+                cursor = tree_sitter.QueryCursor(query(self._QUERY))
+                for _, caps in cursor.matches(self.body):
+                    for child in caps.get("c", ()):
+                        self.map[child.id] = caps["p"][0]
+        got = self.map.get(node.id)
+        return got if got is not None else node.parent
+
+
+def _is_inner(node: Node, up=None) -> bool:
     """A subscript that is the base of another subscript (``t[i]`` in ``t[i][j]``)."""
-    parent = node.parent
+    parent = (up or _node_parent)(node)
     return parent is not None and parent.type == "subscript_expression" and \
         parent.child_by_field_name("argument").id == node.id
 
 
-def _direction(node: Node) -> tuple[bool, bool]:
+def _direction(node: Node, up=None) -> tuple[bool, bool]:
     """(is_store, is_load) for an lvalue expression."""
+    up = up or _node_parent
     cur = node
-    parent = cur.parent
+    parent = up(cur)
     while parent is not None and parent.type == "parenthesized_expression":
-        cur, parent = parent, parent.parent
+        cur, parent = parent, up(parent)
     if parent is not None and parent.type == "assignment_expression" and \
             parent.child_by_field_name("left").id == cur.id:
         op = text(parent.child_by_field_name("operator"))
