@@ -105,3 +105,18 @@ def test_lanes_parents_and_mentions_match_the_tree():
         assert mentions(node) == expected, node.text
         checked += expected
     assert checked > 10
+
+
+def test_parse_blanks_long_angle_runs_only():
+    run = b"a<" * 40
+    src = b"void f(int n) {\n  int x = " + run + b"\n n;\n  g<h<i<j<int>>>>(n);\n}\n"
+    root = parse(src).root_node
+    # same offsets and rows as the source; nothing of the run is left in the tree
+    assert root.end_byte == len(src) and root.end_point == (5, 0)
+    start = src.index(run)
+    inside = [n for n in _walk(root) if n.start_byte < start + len(run) and n.end_byte > start
+              and n.child_count == 0 and n.end_byte > n.start_byte]
+    assert inside == []
+    # a short run (nested templates) is parsed as written
+    names = [n.text for n in _walk(root) if n.type == "template_function"]
+    assert names[0] == b"g<h<i<j<int>>>>"
