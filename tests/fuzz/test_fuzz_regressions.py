@@ -107,8 +107,9 @@ def test_regressions_exist():
 OPEN = sorted(p for p in (fl.REGRESSIONS.parent / "open").rglob("*") if p.is_file())
 
 
-@pytest.mark.parametrize("path", OPEN, ids=lambda p: f"{p.parent.name}/{p.name}")
-@pytest.mark.xfail(strict=True,
-                   reason="open fuzz finding reported to the owner (tests/fuzz/README.md)")
-def test_open_finding(path, tmp_path):
-    run_regression(path, tmp_path)
+if OPEN:        # none open now: no test, rather than a test that always skips
+    @pytest.mark.parametrize("path", OPEN, ids=lambda p: f"{p.parent.name}/{p.name}")
+    @pytest.mark.xfail(strict=True,
+                       reason="open fuzz finding reported to the owner (tests/fuzz/README.md)")
+    def test_open_finding(path, tmp_path):
+        run_regression(path, tmp_path)
