@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING
-from xml.sax.saxutils import escape, quoteattr
 
 if TYPE_CHECKING:
     from ..engine import FileResult
@@ -44,6 +43,7 @@ def render_github(results, console, **_) -> None:
 
 
 def render_junit(results, console, **_) -> None:
+    from xml.sax.saxutils import escape, quoteattr   # imports urllib, http, email: 25 ms
     diags = _visible(results)
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
              f'<testsuites name="cudalint" tests="{max(1, len(diags))}" '
