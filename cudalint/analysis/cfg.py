@@ -268,6 +268,18 @@ def control_context(node: Node, body: Node) -> list[Guard]:
     return out
 
 
+def callee_short_name(fnode: Node | None) -> str:
+    """The called function's name without namespace or template arguments, from a
+    call's ``function`` node: `cg::this_grid` -> `this_grid`, `f<T>` -> `f`."""
+    if fnode is None:
+        return ""
+    if fnode.type == "template_function":
+        n = fnode.child_by_field_name("name")
+        if n is not None:
+            fnode = n
+    return text(fnode).split("::")[-1]
+
+
 def ancestors(node: Node, top: Node) -> list[Node]:
     """The ancestors of ``node`` below ``top``, innermost first (all of them, up to the
     root, when ``node`` is not inside ``top``). Found going down from ``top``:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from tree_sitter import Node
 
 from ..parse import text
-from .cfg import FUNCTION_LIKE, LOOPS, BodyQueries, ancestors
+from .cfg import FUNCTION_LIKE, LOOPS, BodyQueries, ancestors, callee_short_name
 
 if TYPE_CHECKING:
     from ..context import UnitContext
@@ -122,12 +122,9 @@ class FunctionDependence:
 
     def _call_reason(self, node: Node) -> str | None:
         fnode = node.child_by_field_name("function")
-        name = text(fnode)
-        short = name.split("::")[-1]
+        short = callee_short_name(fnode)
         if fnode is not None and fnode.type == "field_expression":
             short = text(fnode.child_by_field_name("field"))
-        if fnode is not None and fnode.type == "template_function":
-            short = text(fnode.child_by_field_name("name")).split("::")[-1]
         if short in UNIFORM_CALLS:
             return None
         if short in VARYING_CALLS:

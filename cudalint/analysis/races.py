@@ -55,7 +55,8 @@ from tree_sitter import Node
 from ..consteval import eval_int
 from ..parse import captures
 from ..parse import text as _ts_text
-from .cfg import BODY_QUERY, BodyQueries, Group, classify_sync, group_handles
+from .cfg import BODY_QUERY, BodyQueries, Group, callee_short_name, classify_sync, \
+    group_handles
 from .lanes import _struct_types, block_shape, type_size
 
 if TYPE_CHECKING:
@@ -268,10 +269,7 @@ class _UnitMemo:
             if fnode is None or fnode.type == "field_expression":
                 return False
             name = _ts_text(fnode)
-            short = name.split("::")[-1]
-            if fnode.type == "template_function":
-                n = fnode.child_by_field_name("name")
-                short = _ts_text(n).split("::")[-1] if n is not None else short
+            short = callee_short_name(fnode)
             if short in WARP_INTRINSICS:
                 return False
             callee = functions.get(short)
@@ -1310,9 +1308,7 @@ class BlockRun:
             self.warp_sync(act, mask, sync.size)
             return None
         name = text(fnode) if fnode is not None else ""
-        short = name.split("::")[-1]
-        if fnode is not None and fnode.type == "template_function":
-            short = text(fnode.child_by_field_name("name")).split("::")[-1]
+        short = callee_short_name(fnode)
         if fnode is not None and fnode.type == "field_expression":
             return self.method(node, fnode, arg_nodes, act)
         if short in WARP_INTRINSICS:
@@ -1899,10 +1895,7 @@ class _IntervalCheck:
             return self.arrays_of(arg) if op == "&" else frozenset()
         if t == "call_expression":
             fnode = node.child_by_field_name("function")
-            short = _ts_text(fnode).split("::")[-1] if fnode is not None else ""
-            if fnode is not None and fnode.type == "template_function":
-                n = fnode.child_by_field_name("name")
-                short = _ts_text(n).split("::")[-1] if n is not None else short
+            short = callee_short_name(fnode)
             callee = self.functions.get(short)
             if callee is not None and callee.body is not None:
                 # what a device function returns: maybe a pointer into shared memory
@@ -2222,11 +2215,7 @@ class _IntervalCheck:
         fnode = node.child_by_field_name("function")
         if fnode is None:
             raise _Unproven("call")
-        name = _ts_text(fnode)
-        short = name.split("::")[-1]
-        if fnode.type == "template_function":
-            n = fnode.child_by_field_name("name")
-            short = _ts_text(n).split("::")[-1] if n is not None else short
+        short = callee_short_name(fnode)
         if short in WARP_INTRINSICS:
             raise _Unproven("a warp intrinsic (CL105 checks its mask)")
         callee = self.functions.get(short)
