@@ -217,6 +217,9 @@ class _Body:
         self.fn = fn
         self.parents: dict[int, Node] = {}
         self._occurrences: dict[str, list[tuple[Node, bool, str | None]] | None] = {}
+        # where the text names it but the tree has no identifier (a type, a field, a
+        # comment): the only places type_uses() needs to look
+        self._other_spans: dict[str, list[tuple[int, int]]] = {}
         self._scanner = NameScanner(fn.body, facts.ctx.unit.data, self.parents)
 
     def parent(self, node: Node) -> Node | None:
@@ -235,6 +238,9 @@ class _Body:
             out = []
             for ident, _, opaque in self._scanner.identifiers(name, spans):
                 out.append((ident, _is_declared_name(ident, self.parent), opaque))
+            if len(out) < len(spans):
+                found = {(i.start_byte, i.end_byte) for i, _, _ in out}
+                self._other_spans[name] = [sp for sp in spans if sp not in found]
         self._occurrences[name] = out
         return out
 
@@ -243,7 +249,15 @@ class _Body:
         the type: C++'s most vexing parse of `Point c(p[0], p[1]);` (tree-sitter reads
         `p[0]` as a parameter of type `p`). The text, not the tree, holds these uses."""
         out: list[Node] = []
-        for s, e, path, _ in scan_paths(self.fn.body, self.facts.ctx.unit.data, name):
+        if self.occurrences(name) is None:
+            return out
+        spans = self._other_spans.get(name)
+        if self._scanner.indexed:
+            spans = None                # the index lists identifiers only: scan the text
+        elif spans is None:
+            return out                  # every mention is an identifier
+        for s, e, path, _ in scan_paths(self.fn.body, self.facts.ctx.unit.data, name,
+                                        spans=spans):
             cur = path[-1]
             if cur.type == "type_identifier" and cur.start_byte == s and \
                     cur.end_byte == e and len(path) > 2 and \
@@ -792,6 +806,11 @@ class NameScanner:
         self.parents = parents
         self._asked = 0
         self._index: dict[bytes, list[tuple[int, int]]] | None = None
+
+    @property
+    def indexed(self) -> bool:
+        """Have spans() switched to the identifier index (so they list identifiers only)?"""
+        return self._index is not None
 
     def spans(self, name: str) -> list[tuple[int, int]]:
         """Where ``name`` may be an identifier (exactly where it is, once indexed)."""

@@ -238,7 +238,9 @@ def _launched_in_place(ctx, kernel, acc, by_name) -> bool:
                if p.name in by_name and by_name[p.name].status == "written"]
     if not written:
         return False
-    mine = next(i for i, p in enumerate(kernel.params) if p is acc.param)
+    mine = next((i for i, p in enumerate(kernel.params) if p is acc.param), None)
+    if mine is None:
+        return False
     for launch in ctx.model.launches:
         if launch.kernel != kernel.name:
             continue
