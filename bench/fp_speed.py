@@ -22,10 +22,10 @@ import argparse
 import time
 from pathlib import Path
 
-from cudalint.analysis import fptypes
+from cudalint.analysis.fp import fptypes
 from cudalint.config import Settings
 from cudalint.context import UnitContext
-from cudalint.model import Model
+from cudalint.model.kernels import Model
 from cudalint.parse import parse
 from cudalint.rule import rule_by_code
 from cudalint.sources.base import SourceFile, Unit

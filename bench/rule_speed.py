@@ -24,12 +24,12 @@ from pathlib import Path
 
 from cudalint.config import Settings
 from cudalint.context import UnitContext
-from cudalint.model import Model
+from cudalint.model.kernels import Model
 from cudalint.parse import parse
 from cudalint.rule import all_rules
 from cudalint.selection import enabled_rules
 from cudalint.sources.base import SourceFile, Unit
-from cudalint.sources.includes import include_constants
+from cudalint.project.includes import include_constants
 
 SUFFIXES = (".cu", ".cuh")
 GROUPS = {"sync (CL101+CL102+CL103+CL105)": ("CL101", "CL102", "CL103", "CL105"),

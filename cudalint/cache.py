@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
-import stat as _stat
 import sys
 import tempfile
 import time
@@ -39,10 +38,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from cudalint import __version__
+from cudalint.sources.signature import Sig, file_sig
 
 if TYPE_CHECKING:
-    from .engine import FileResult
+    from cudalint.engine import FileResult
 
 CACHE_DIR = ".cudalint_cache"
 INDEX_NAME = "index.bin"
@@ -52,22 +52,6 @@ RACY_NS = 2_000_000_000        # a change this recent may hide in the timestamp'
 TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
        "# This file is a cache directory tag created by cudalint.\n"
        "# For information about cache directory tags see https://bford.info/cachedir/\n")
-
-Sig = tuple  # (mtime_ns, size, inode, ctime_ns)
-
-
-def stat_sig(st: os.stat_result) -> Sig:
-    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
-
-
-def file_sig(path: str | os.PathLike) -> Sig | None:
-    """The signature of a regular file, None if there is none (missing, a folder)."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return stat_sig(st) if _stat.S_ISREG(st.st_mode) else None
-
 
 def trusted(sig: Sig | None, started_ns: int) -> bool:
     """Old enough, at the start of the run that recorded it, to stand for the content."""
@@ -232,7 +216,7 @@ class CachedResult:
 
 
 def decode_result(data: tuple) -> "CachedResult | None":
-    from .diagnostics import Diagnostic, Edit, Fix, edit_rc
+    from cudalint.diagnostics import Diagnostic, Edit, Fix, edit_rc
     FileResult = CachedResult
     try:
         path, loc, lines, raw = data
@@ -265,7 +249,7 @@ INCLUDES_PREFIX = "\0inc\0"     # index names of the include lists discovery rea
 
 
 def build_chain(folder: str, names: tuple, memo: dict | None = None) -> tuple:
-    """Stat signatures of what :func:`cudalint.analysis.buildflags.build_digest` reads for
+    """Stat signatures of what :func:`cudalint.project.buildflags.build_digest` reads for
     a file in ``folder``: each of ``names`` (its BUILD_FILES) in the folder and in every
     folder above it, up to one holding ``.git`` -- the walk of ``_folder_digest``
     (tests/test_cache.py checks that it covers every file the digest names)."""

@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__
+from cudalint import __version__
 
 SUBCOMMANDS = ("check", "rule", "occupancy", "server", "version")
 FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cudalint {__version__}")
             return 0
         if args.command == "server":
-            from .server import serve
+            from cudalint.server import serve
             serve()
             return 0
         import gc
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:   # the last line of defence: a clear one-line error
-        from .config import ConfigError
+        from cudalint.config import ConfigError
         if isinstance(exc, ConfigError):
             print(f"cudalint: error: {exc}", file=sys.stderr)
         else:
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _rule(args) -> int:
-    from .rule import all_rules
+    from cudalint.rule import all_rules
     rules = all_rules()
     if args.all:
         chosen = list(rules.values())
@@ -164,7 +164,7 @@ def _rule(args) -> int:
 
 def _occupancy(args) -> int:
     """`cudalint occupancy --arch sm_90 --regs 72 --block 256 --smem 0`."""
-    from .analysis.occupancy import ARCHS, occupancy, occupancy_table
+    from cudalint.analysis.ptxas.occupancy import ARCHS, occupancy, occupancy_table
     if args.arch not in ARCHS:
         raise UsageError(f"unknown architecture `{args.arch}`; known: {', '.join(ARCHS)}")
     if args.block <= 0 or (args.regs is not None and args.regs <= 0) or args.smem < 0:
@@ -208,12 +208,12 @@ def _occupancy(args) -> int:
 
 
 def _overrides(args) -> dict:
-    from .config import _arch, _block, ConfigError
+    from cudalint.config import _arch, _block, ConfigError
     o: dict = {}
     for name in ("select", "ignore", "extend_select"):
         value = getattr(args, name)
         if value is not None:
-            from .selection import unknown_selectors
+            from cudalint.selection import unknown_selectors
             bad = unknown_selectors(tuple(value))
             if bad:
                 raise UsageError(f"unknown rule selector `{bad[0]}` in --{name.replace('_', '-')}"
@@ -231,13 +231,13 @@ def _overrides(args) -> dict:
     if args.ptxas:
         import shutil
         if shutil.which("nvcc") is None:
-            from .analysis.ptxas_run import nvcc_problem
+            from cudalint.analysis.ptxas.ptxas_run import nvcc_problem
             problem = nvcc_problem("nvcc")
             if problem:   # exit 2: the user asked for compilation explicitly
                 raise UsageError(problem)
     if args.ptxas or args.ptxas_log:
         from dataclasses import replace as _r
-        from .config import PtxasSettings
+        from cudalint.config import PtxasSettings
         o["ptxas"] = _r(PtxasSettings(), enabled=bool(args.ptxas),
                         log=tuple(args.ptxas_log or ()))
     return o
@@ -246,7 +246,7 @@ def _overrides(args) -> dict:
 def _write_output(args, stream) -> None:
     if not args.output_file:
         return
-    from .fixes import write_atomic
+    from cudalint.fixes import write_atomic
     try:
         write_atomic(Path(args.output_file), stream.getvalue())
     except OSError as exc:
@@ -254,12 +254,12 @@ def _write_output(args, stream) -> None:
 
 
 def _check(args) -> int:
-    from .config import ConfigResolver
-    from .discovery import discover
-    from .output import FORMATS as RENDER
-    from .output.text import render_statistics
-    from .runner import run
-    from .sources.base import file_kind
+    from cudalint.config import ConfigResolver
+    from cudalint.discovery import discover
+    from cudalint.output import FORMATS as RENDER
+    from cudalint.output.text import render_statistics
+    from cudalint.runner import run
+    from cudalint.sources.base import file_kind
 
     if args.diff and args.fix is None:
         args.fix = True
@@ -270,15 +270,15 @@ def _check(args) -> int:
     # --output-file: rendered in memory, written atomically at the end (a run killed
     # midway leaves the previous report, never half of a new one)
     out_stream = io.StringIO() if args.output_file else sys.stdout
-    from .output.console import make_console
+    from cudalint.output.console import make_console
     console = make_console(out_stream, forced_plain=out_stream is not sys.stdout)
     fmt = args.output_format or ("concise" if args.quiet else "full")
     fixed_total = 0
     would_change = 0
 
     if stdin_mode:
-        from .engine import lint_bytes
-        from .fixes import fix_text, unified_diff
+        from cudalint.engine import lint_bytes
+        from cudalint.fixes import fix_text, unified_diff
         name = args.stdin_filename or "-"
         data = sys.stdin.buffer.read()
         path = Path(name)
@@ -308,7 +308,7 @@ def _check(args) -> int:
         lookup = None
         if not args.no_cache:
             import time
-            from .runner import Lookup
+            from cudalint.runner import Lookup
             lookup = Lookup(time.time_ns())
         try:
             targets = discover(paths, resolver,
@@ -316,11 +316,11 @@ def _check(args) -> int:
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
         if args.force_exclude:
-            from .discovery import _excluded
+            from cudalint.discovery import _excluded
             targets = [t for t in targets if not _excluded(t.path, t.settings)]
         results = run(targets, use_cache=not args.no_cache, jobs=args.jobs, lookup=lookup)
         if args.fix or args.diff:
-            from .fixes import fix_text, unified_diff, write_atomic
+            from cudalint.fixes import fix_text, unified_diff, write_atomic
             changed: dict[int, bool] = {}
             for i, (t, res) in enumerate(zip(targets, results)):
                 if not any(d.fix is not None and (d.fix.is_safe or args.unsafe_fixes)

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from tree_sitter import Node, Tree
 
-from . import parse as _parse
-from .model import Model
-from .sources.base import SourceFile, Unit
+from cudalint import parse as _parse
+from cudalint.model.kernels import Model
+from cudalint.sources.base import SourceFile, Unit
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from cudalint.config import Settings
 
 T = TypeVar("T")
 

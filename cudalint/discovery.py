@@ -13,8 +13,8 @@ from typing import Callable
 
 import pathspec
 
-from .config import ConfigResolver, Settings
-from .sources.base import HEADER_SUFFIXES, file_kind
+from cudalint.config import ConfigResolver, Settings
+from cudalint.sources.base import HEADER_SUFFIXES, file_kind
 
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass, field
 
-from . import rule_url
-from .config import Settings
-from .context import FileContext, UnitContext
-from .diagnostics import Diagnostic, Edit, Finding, Fix, edit_rc
-from .rule import Rule, all_rules
-from .selection import code_ignored, enabled_rules, per_file_ignored
-from .sources.base import SourceFile, Unit, file_kind
-from .suppressions import parse_suppressions
+from cudalint import rule_url
+from cudalint.config import Settings
+from cudalint.context import FileContext, UnitContext
+from cudalint.diagnostics import Diagnostic, Edit, Finding, Fix, edit_rc
+from cudalint.rule import Rule, all_rules
+from cudalint.selection import code_ignored, enabled_rules, per_file_ignored
+from cudalint.sources.base import SourceFile, Unit, file_kind
+from cudalint.suppressions import parse_suppressions
 
 BINARY_SNIFF = 8192
 
@@ -69,7 +69,7 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
         defines = dict(settings.defines)
         if "#include" in text and path not in ("-", "<stdin>"):
             from pathlib import Path
-            from .sources.includes import include_constants
+            from cudalint.project.includes import include_constants
             defines = {**include_constants(Path(path), text), **defines}
         units.append(Unit(file=file, text=text, extra_defines=defines))
     elif kind == "python":
@@ -118,7 +118,7 @@ def _distinct(diagnostics) -> list[Diagnostic]:
 
 
 def _python_units(file: SourceFile, settings: Settings, notices) -> list[Unit]:
-    from .sources.python_source import extract_python_units
+    from cudalint.sources.python_source import extract_python_units
     extraction = extract_python_units(file.text, file.path)
     notices.extend(extraction.notes)
     return [Unit(file=file, text=k.text, embedded=k, index=i,

@@ -13,10 +13,10 @@ import time
 import warnings
 from pathlib import Path
 
-from .config import Settings
-from .diagnostics import Diagnostic, Edit
-from .engine import lint_text
-from .parse import parse
+from cudalint.config import Settings
+from cudalint.diagnostics import Diagnostic, Edit
+from cudalint.engine import lint_text
+from cudalint.parse import parse
 
 MAX_PASSES = 10
 

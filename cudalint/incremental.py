@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from .diagnostics import Diagnostic, Edit, Fix, edit_rc
-from .engine import FileResult, lint_text
-from .sources.base import SourceFile
-from .suppressions import _FILE
+from cudalint.diagnostics import Diagnostic, Edit, Fix, edit_rc
+from cudalint.engine import FileResult, lint_text
+from cudalint.sources.base import SourceFile
+from cudalint.suppressions import _FILE
 
 _CONTAINERS = frozenset({
     "translation_unit", "declaration_list", "linkage_specification", "namespace_definition",
@@ -106,7 +106,7 @@ def lint_kernel_slice(path: str, text: str, settings, kind: str, changed_start: 
     text), from a slice of the file; None when the edit is not inside one kernel body."""
     if kind != "cuda" or _FILE.search(text):
         return None
-    from .parse import parse
+    from cudalint.parse import parse
     data = text.encode("utf-8", "surrogatepass")
     if len(data) == len(text):
         def to_char(b: int) -> int:

@@ -32,8 +32,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator
 
 if TYPE_CHECKING:
-    from .context import FileContext, UnitContext
-    from .diagnostics import Finding
+    from cudalint.context import FileContext, UnitContext
+    from cudalint.diagnostics import Finding
 
 ENTRY_POINT_GROUP = "cudalint.rules"
 DOC_HEADINGS = ("What it does", "Why is this bad?", "Example", "Use instead", "References")

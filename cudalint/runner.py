@@ -7,11 +7,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cache import Cache, build_chain, cache_key, context_key, file_sig, stat_sig
+from cudalint.cache import Cache, build_chain, cache_key, context_key
+from cudalint.sources.signature import file_sig, stat_sig
 
 if TYPE_CHECKING:
-    from .discovery import Target
-    from .engine import FileResult
+    from cudalint.discovery import Target
+    from cudalint.engine import FileResult
 
 PARALLEL_MIN_FILES = 6
 
@@ -24,11 +25,11 @@ def _context(target: "Target", build: str | None = None) -> str:
     context = settings.fingerprint()
     if target.kind == "cuda":
         if build is None:
-            from .analysis.buildflags import build_digest
+            from cudalint.project.buildflags import build_digest
             build = build_digest(target.path)
         context += "\0" + build
     if settings.ptxas.log:
-        from .analysis.ptxas_run import ptxas_digest
+        from cudalint.analysis.ptxas.ptxas_run import ptxas_digest
         context += "\0" + ptxas_digest(settings)
     return context
 
@@ -40,7 +41,7 @@ def _keyed(target: "Target", data: bytes, context: str | None = None
         context = _context(target)
     extra, deps = "", ()
     if target.kind == "cuda" and b"#include" in data:
-        from .sources.includes import include_deps
+        from cudalint.project.includes import include_deps
         extra, deps = include_deps(target.path, data.decode("utf-8", "replace"))
     return cache_key(target.display, data, context, extra), deps, context_key(context)
 
@@ -57,7 +58,7 @@ def _read(path: Path) -> tuple[bytes | str, tuple | None]:
 
 def _lint_one(target: "Target", keyed: bool) -> tuple:
     """(result, key, sig, deps, ctx); the key only when the result is to be cached."""
-    from .engine import lint_bytes, lint_unreadable
+    from cudalint.engine import lint_bytes, lint_unreadable
     data, sig = _read(target.path)
     if isinstance(data, str):
         return lint_unreadable(target.display, data, target.settings), None, None, (), b""
@@ -85,9 +86,9 @@ def _tune_gc() -> None:
 def _preload() -> None:
     """Import what every worker needs (rules, analyses, the parser) once, before forking:
     the workers share it instead of each importing it again."""
-    from .engine import lint_bytes  # noqa: F401
-    from .parse import parse  # noqa: F401
-    from .rule import all_rules
+    from cudalint.engine import lint_bytes  # noqa: F401
+    from cudalint.parse import parse  # noqa: F401
+    from cudalint.rule import all_rules
     all_rules()
 
 
@@ -172,7 +173,7 @@ class Lookup:
             cache = self.cache(target)
             got = cache.build_digest(folder, self._chains)
             if got is None:
-                from .analysis.buildflags import BUILD_FILES, build_digest
+                from cudalint.project.buildflags import BUILD_FILES, build_digest
                 chain = build_chain(folder, BUILD_FILES, self._chains)
                 got = build_digest(target.path)
                 cache.record_build(folder, BUILD_FILES, chain, got)
@@ -182,7 +183,7 @@ class Lookup:
     def includes(self, path: Path, settings) -> list[Path]:
         """discovery's local headers of a .cu file; the names are read from the file only
         when its stat signature differs from the one recorded with them."""
-        from .discovery import existing_includes, include_names
+        from cudalint.discovery import existing_includes, include_names
         cache = self.cache_of(settings.root)
         full = os.path.abspath(path)
         sig = file_sig(full)

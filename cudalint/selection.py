@@ -11,8 +11,8 @@ from fnmatch import fnmatch
 from functools import lru_cache
 from pathlib import PurePath
 
-from .config import Settings
-from .rule import Rule, all_rules
+from cudalint.config import Settings
+from cudalint.rule import Rule, all_rules
 
 
 def _specificity(selector: str, code: str) -> int:

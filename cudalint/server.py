@@ -42,12 +42,12 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from . import __version__, rule_url
-from .config import OPTIONS, ConfigError, ConfigResolver, Settings
-from .diagnostics import Diagnostic, Edit
-from .engine import FileResult
-from .sources.base import file_kind
-from .suppressions import parse_suppressions
+from cudalint import __version__, rule_url
+from cudalint.config import OPTIONS, ConfigError, ConfigResolver, Settings
+from cudalint.diagnostics import Diagnostic, Edit
+from cudalint.engine import FileResult
+from cudalint.sources.base import file_kind
+from cudalint.suppressions import parse_suppressions
 
 log = logging.getLogger("cudalint.server")
 
@@ -179,24 +179,24 @@ def _worker_init() -> None:
     except OSError:
         pass
     sys.stdout = sys.stderr
-    from .config import Settings as _S
-    from .engine import lint_text
+    from cudalint.config import Settings as _S
+    from cudalint.engine import lint_text
     lint_text("warm-up.cu", "__global__ void k(float* a) { a[threadIdx.x] = 0.0f; }\n",
               _S(), "cuda")
 
 
 def _job_lint(path: str, text: str, settings: Settings, kind: str) -> FileResult:
-    from .engine import lint_text
+    from cudalint.engine import lint_text
     return lint_text(path, text, settings, kind)
 
 
 def _job_slice(path: str, text: str, settings: Settings, kind: str, start: int, end: int):
-    from .incremental import lint_kernel_slice
+    from cudalint.incremental import lint_kernel_slice
     return lint_kernel_slice(path, text, settings, kind, start, end)
 
 
 def _job_fix_all(path: str, text: str, settings: Settings, kind: str, unsafe: bool) -> str:
-    from .fixes import fix_text
+    from cudalint.fixes import fix_text
     return fix_text(path, text, settings, kind, unsafe)[0]
 
 
@@ -637,7 +637,7 @@ class CudalintServer(LanguageServer):
                     previous: Analysis) -> Analysis | None:
         """The previous analysis moved along an edit inside one kernel, with that kernel
         analysed again; None when the edit is elsewhere (the whole file is analysed)."""
-        from .incremental import changed_span, merge
+        from cudalint.incremental import changed_span, merge
         if previous.failed or previous.key[3:] != key[3:] or previous.kind != "cuda":
             return None
         start, old_end, new_end = changed_span(previous.text, text)
@@ -704,7 +704,7 @@ class CudalintServer(LanguageServer):
                 return fast
         excluded = False
         if path is not None and kind is not None:
-            from .discovery import _excluded
+            from cudalint.discovery import _excluded
             try:
                 excluded = _excluded(Path(path), settings)
             except Exception:
@@ -874,7 +874,7 @@ class CudalintServer(LanguageServer):
             actions.extend(fixes + noqa)
         explicit = bool(only) and wanted(FIX_ALL_KIND)
         if wanted(FIX_ALL_KIND) and (explicit or self._supports_resolve()):
-            from .fixes import applicable
+            from cudalint.fixes import applicable
             if any(applicable(d, self.options.unsafe_fixes) for d in analysis.result.diagnostics):
                 action = lsp.CodeAction(title="cudalint: Fix all auto-fixable problems",
                                         kind=FIX_ALL_KIND,
@@ -913,7 +913,7 @@ class CudalintServer(LanguageServer):
         if analysis is None:
             return None
         at = analysis.index.offset(params.position)
-        from .rule import all_rules
+        from cudalint.rule import all_rules
         rules = all_rules()
         parts: list[str] = []
         span: tuple[int, int] | None = None
@@ -954,7 +954,7 @@ def _hover_text(code: str, rule, message: str | None) -> str:
 
 def minimal_edit(before: str, after: str) -> Edit:
     """One edit that turns ``before`` into ``after``: the changed middle only."""
-    from .incremental import changed_span
+    from cudalint.incremental import changed_span
     start, end_b, end_a = changed_span(before, after)
     return Edit(start, end_b, after[start:end_a])
 

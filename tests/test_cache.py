@@ -290,7 +290,7 @@ def test_index_entries_of_another_shape_are_misses(proj, capsys, counts, no_racy
 
 
 def test_build_chain_covers_what_build_digest_reads(tmp_path):
-    from cudalint.analysis.buildflags import BUILD_FILES, build_digest
+    from cudalint.project.buildflags import BUILD_FILES, build_digest
     (tmp_path / "r" / ".git").mkdir(parents=True)
     tree = {"r/setup.py": "x", "r/a/CMakeLists.txt": "y", "r/a/b/pyproject.toml": "z",
             "r/a/b/c/setup.py": "w", "outside/setup.py": "v"}
@@ -315,7 +315,7 @@ def test_build_chain_covers_what_build_digest_reads(tmp_path):
 
 
 def test_build_files_seen_by_stat(proj, capsys, counts, no_racy, monkeypatch):
-    import cudalint.analysis.buildflags as bf
+    import cudalint.project.buildflags as bf
     digests = []
     real = bf.build_digest
     monkeypatch.setattr(bf, "build_digest", lambda p: digests.append(p) or real(p))

@@ -2,8 +2,8 @@
 conditionals (cfg.ancestors, preproc.Conditionals) are the ones Node.parent gives."""
 import re
 
-from cudalint.analysis.cfg import ancestors
-from cudalint.analysis.preproc import guards
+from cudalint.analysis.sync.cfg import ancestors
+from cudalint.model.preproc import guards
 from cudalint.parse import captures, parse
 
 SRC = b"""#ifdef USE_ROCM
@@ -91,7 +91,7 @@ KERNEL = b"""__global__ void k(float* out, float** p, int n) {
 
 
 def test_lanes_parents_and_mentions_match_the_tree():
-    from cudalint.analysis.lanes import _Mentions, _Parents
+    from cudalint.analysis.memory.lanes import _Mentions, _Parents
     body = next(n for n in _walk(parse(KERNEL).root_node) if n.type == "compound_statement")
     up = _Parents(body)
     names = {b"tid", b"out"}

@@ -2,7 +2,7 @@
 left to silence with a note, and ordinary nesting of '<' is still analysed."""
 import pytest
 
-from cudalint.analysis import fptypes
+from cudalint.analysis.fp import fptypes
 
 pytestmark = pytest.mark.skipif(not fptypes.libclang_available(), reason="no libclang")
 

@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools" / "gputruth"))
 import fp_sass  # noqa: E402
 
-from cudalint.analysis.buildflags import cmake_builds, python_builds, toml_builds  # noqa: E402
-from cudalint.analysis.nvcc_flags import interpret  # noqa: E402
+from cudalint.project.buildflags import cmake_builds, python_builds, toml_builds  # noqa: E402
+from cudalint.project.nvcc_flags import interpret  # noqa: E402
 
 
 def _truth(code: str) -> dict:

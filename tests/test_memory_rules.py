@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from cudalint.analysis.lanes import (LaneAnalysis, bank_conflict_figures,
+from cudalint.analysis.memory.lanes import (LaneAnalysis, bank_conflict_figures,
                                      coalescing_figures)
 from cudalint.config import Settings
 from cudalint.context import UnitContext
@@ -273,7 +273,7 @@ def test_siblings_need_the_same_lanes_and_a_constant_distance():
     assert _rows("  float a = p[2 * i];\n  float b = p[2 * i + n];\n  o[i] = a + b;\n") \
         == [(3, 0), (4, 0)]
     # half the lanes (the even ones) run the second access: no constant distance
-    from cudalint.analysis.siblings import constant_distance
+    from cudalint.analysis.memory.siblings import constant_distance
     a, b, c = _one("float v = a[2 * threadIdx.x];\n"
                    "if (threadIdx.x % 2 == 0) { v += a[2 * threadIdx.x + 1]; }\n"
                    "v += a[2 * threadIdx.x + 1]; ix[threadIdx.x] = (int)v;")[:3]
@@ -313,7 +313,7 @@ def _c_op(op, x, y):
 def test_lane_vector_ops_equal_per_column_definition():
     import random
 
-    from cudalint.analysis.lanes import Opaque, _binop
+    from cudalint.analysis.memory.lanes import Opaque, _binop
     rnd = random.Random(11)
     special = [0, 1, -1, 2, 31, 32, 63, 64, -64, 1000]
     ops = ["+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "<", ">", "<=", ">=",
@@ -344,7 +344,7 @@ def test_lane_vector_ops_equal_per_column_definition():
 def test_best_alignment_sectors_equal_every_shift():
     import random
 
-    from cudalint.analysis.lanes import _min_sectors_shifted, sectors
+    from cudalint.analysis.memory.lanes import _min_sectors_shifted, sectors
     rnd = random.Random(5)
     for _ in range(5000):
         scale = rnd.choice([1, 3, 4, 8, 12, 32, 100])
@@ -357,7 +357,7 @@ def test_best_alignment_sectors_equal_every_shift():
 def test_constant_distance_with_all_lanes_active():
     from types import SimpleNamespace
 
-    from cudalint.analysis.siblings import constant_distance
+    from cudalint.analysis.memory.siblings import constant_distance
     rows = [list(range(0, 128, 4)), list(range(512, 640, 4))]
     a = SimpleNamespace(groups=rows)
     assert constant_distance(a, SimpleNamespace(groups=[[x + 8 for x in r] for r in rows])) == 8
@@ -372,9 +372,10 @@ def test_early_decision_never_hides_a_finding():
     lower bound, whatever the other warps and samples do."""
     import random
 
-    from cudalint.analysis.lanes import (Access, BlockShape, bank_conflict_figures,
-                                         coalescing_figures, sectors, surely_below,
-                                         wavefronts)
+    from cudalint.analysis.memory.lanes import (Access, bank_conflict_figures,
+                                                coalescing_figures, sectors, surely_below,
+                                                wavefronts)
+    from cudalint.model.launch_shape import BlockShape
     rnd = random.Random(3)
     decided = 0
     for _ in range(3000):

@@ -3,7 +3,7 @@
 recursion limit, identifiers found by scanning the text instead of a query."""
 from __future__ import annotations
 
-from cudalint.analysis.pointer_access import NameScanner, PointerAccess, scan_identifiers
+from cudalint.analysis.memory.pointer_access import NameScanner, PointerAccess, scan_identifiers
 from cudalint.config import Settings
 from cudalint.context import UnitContext
 from cudalint.engine import lint_text
@@ -164,7 +164,7 @@ def test_cl204_a_counter_changed_in_its_loop_has_no_constant_trip_count():
 
 
 def test_more_uses_than_followed_is_undecided_and_silent():
-    from cudalint.analysis.pointer_access import MAX_USES
+    from cudalint.analysis.memory.pointer_access import MAX_USES
     many = MAX_USES + 10
     src = "__global__ void k(float* y, const float* x) { int i = threadIdx.x; y[i] = " + \
         " + ".join(["x[i]"] * many) + "; }"

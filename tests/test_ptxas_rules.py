@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from cudalint.analysis.occupancy import (ARCHS, launch_bounds_register_cap, limits_for,
+from cudalint.analysis.ptxas.occupancy import (ARCHS, launch_bounds_register_cap, limits_for,
                                          occupancy, occupancy_table, registers_for_next_step)
-from cudalint.analysis.ptxas_log import parse_log
+from cudalint.analysis.ptxas.ptxas_log import parse_log
 from cudalint.config import PtxasSettings, Settings
 from fixture_support import FIXTURES, expectations, lint_fixture
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cudalint.analysis.ptxas_log import parse_log
+from cudalint.analysis.ptxas.ptxas_log import parse_log
 from cudalint.config import PtxasSettings, Settings
 from fixture_support import FIXTURES, lint_fixture
 

@@ -32,6 +32,6 @@ def __getattr__(name: str):
         if attr == name:
             return getattr(import_module(f"{__name__}.{module}"), attr)
     if name == "render_statistics":
-        from .text import render_statistics
+        from cudalint.output.text import render_statistics
         return render_statistics
     raise AttributeError(name)

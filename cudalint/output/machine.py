@@ -5,7 +5,7 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..engine import FileResult
+    from cudalint.engine import FileResult
 
 
 def _write(console, text: str) -> None:

@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from .. import __version__, rule_url
-from .machine import _write
+from cudalint import __version__, rule_url
+from cudalint.output.machine import _write
 
 SCHEMA = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
           "sarif-schema-2.1.0.json")
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 if TYPE_CHECKING:
-    from ..engine import FileResult
+    from cudalint.engine import FileResult
 
 
 def _srcroot() -> Path:
@@ -45,7 +45,7 @@ def _description(rule) -> str:
 
 def sarif_document(results: list[FileResult]) -> dict:
     root = _srcroot()
-    from ..rule import all_rules
+    from cudalint.rule import all_rules
     rules = all_rules()
     used = sorted({d.code for r in results for d in r.diagnostics})
     index = {code: i for i, code in enumerate(used)}

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from .console import line
+from cudalint.output.console import line
 
 if TYPE_CHECKING:
-    from ..diagnostics import Diagnostic
-    from ..engine import FileResult
+    from cudalint.diagnostics import Diagnostic
+    from cudalint.engine import FileResult
 
 _STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 
@@ -111,8 +111,8 @@ def _summary(results, console, unsafe_fixes: bool) -> None:
 def render_statistics(results, console, unsafe_fixes: bool = False) -> None:
     from rich.table import Table
 
-    from ..rule import all_rules
-    from .console import PlainConsole
+    from cudalint.rule import all_rules
+    from cudalint.output.console import PlainConsole
     if isinstance(console, PlainConsole):
         console = console.rich()
     counts = Counter(d.code for d in _all(results))

@@ -1,6 +1,6 @@
-from cudalint.analysis.buildflags import (FAST_MATH_WORDS, cmake_builds, python_builds,
+from cudalint.project.buildflags import (FAST_MATH_WORDS, cmake_builds, python_builds,
                                           toml_builds)
-from cudalint.analysis.nvcc_flags import EFFECTS, reported_options
+from cudalint.project.nvcc_flags import EFFECTS, reported_options
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 

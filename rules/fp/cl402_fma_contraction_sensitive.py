@@ -1,8 +1,8 @@
-from cudalint.analysis.buildflags import unit_settings
+from cudalint.project.buildflags import unit_settings
 from cudalint.diagnostics import Edit, Finding, Fix
 from cudalint.rule import Rule
 
-from .cl403_double_promotion import unit_fp_facts
+from cudalint.rules.fp.cl403_double_promotion import unit_fp_facts
 
 
 class FmaContractionSensitive(Rule):

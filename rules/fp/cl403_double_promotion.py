@@ -1,4 +1,5 @@
-from cudalint.analysis.fptypes import FpFacts, fp_facts
+from cudalint.analysis.fp.facts import FpFacts
+from cudalint.analysis.fp.fptypes import fp_facts
 from cudalint.diagnostics import Edit, Finding, Fix
 from cudalint.rule import Rule
 

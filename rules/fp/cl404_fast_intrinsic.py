@@ -1,4 +1,4 @@
-from cudalint.analysis.buildflags import unit_settings
+from cudalint.project.buildflags import unit_settings
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 

@@ -1,8 +1,8 @@
-from cudalint.analysis.lanes import (LaneAnalysis, block_line_metrics, coalescing_figures,
+from cudalint.analysis.memory.lanes import (LaneAnalysis, block_line_metrics, coalescing_figures,
                                      sectors, surely_below)
-from cudalint.analysis.preproc import not_for_modern_cuda
-from cudalint.analysis.siblings import SiblingGroup, access_row, group_siblings
-from cudalint.analysis.siblings import direction as _direction
+from cudalint.model.preproc import not_for_modern_cuda
+from cudalint.analysis.memory.siblings import SiblingGroup, access_row, group_siblings
+from cudalint.analysis.memory.siblings import direction as _direction
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 

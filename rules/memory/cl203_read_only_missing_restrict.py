@@ -1,7 +1,7 @@
 import re
 
-from cudalint.analysis.pointer_access import PointerAccess, const_edit, restrict_edit
-from cudalint.analysis.preproc import not_for_modern_cuda
+from cudalint.analysis.memory.pointer_access import PointerAccess, const_edit, restrict_edit
+from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Finding, Fix
 from cudalint.rule import Rule
 

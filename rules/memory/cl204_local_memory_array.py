@@ -1,5 +1,5 @@
-from cudalint.analysis.local_index import LocalArrayIndexing
-from cudalint.analysis.preproc import not_for_modern_cuda
+from cudalint.analysis.memory.local_index import LocalArrayIndexing
+from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 

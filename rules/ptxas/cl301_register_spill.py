@@ -1,4 +1,4 @@
-from cudalint.analysis.ptxas_run import ptxas_facts, register_cap
+from cudalint.analysis.ptxas.ptxas_run import ptxas_facts, register_cap
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 

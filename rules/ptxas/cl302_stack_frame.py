@@ -1,4 +1,4 @@
-from cudalint.analysis.ptxas_run import ptxas_facts
+from cudalint.analysis.ptxas.ptxas_run import ptxas_facts
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 

@@ -1,6 +1,6 @@
-from cudalint.analysis.occupancy import limits_for, occupancy, registers_for_next_step
-from cudalint.analysis.ptxas_run import ptxas_facts
-from cudalint.consteval import eval_int
+from cudalint.analysis.ptxas.occupancy import limits_for, occupancy, registers_for_next_step
+from cudalint.analysis.ptxas.ptxas_run import ptxas_facts
+from cudalint.model.consteval import eval_int
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 

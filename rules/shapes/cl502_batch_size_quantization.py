@@ -4,7 +4,7 @@ import re
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 
-from .cl501_conv_channels_unaligned import _CONV, _arg, _layer
+from cudalint.rules.shapes.cl501_conv_channels_unaligned import _CONV, _arg, _layer
 
 _LOADERS = {"DataLoader"}
 _ROLES = {"Linear": (("in_features", 0), ("out_features", 1)),

@@ -4,8 +4,8 @@ import re
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 
-from .cl501_conv_channels_unaligned import _layer
-from .cl502_batch_size_quantization import TORCH_IMPORT
+from cudalint.rules.shapes.cl501_conv_channels_unaligned import _layer
+from cudalint.rules.shapes.cl502_batch_size_quantization import TORCH_IMPORT
 
 _CONV_NHWC = {"Conv2d", "Conv3d"}
 _AUTOCAST = {"autocast"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from cudalint.analysis.cfg import BodyQueries
-from cudalint.analysis.preproc import not_for_modern_cuda
-from cudalint.analysis.races import Race, RaceAnalysis
+from cudalint.analysis.sync.cfg import BodyQueries
+from cudalint.model.preproc import not_for_modern_cuda
+from cudalint.analysis.sync.races import Race, RaceAnalysis
 from cudalint.parse import text
 
 

@@ -1,7 +1,7 @@
 from cudalint.diagnostics import Edit, Finding, Fix
 from cudalint.rule import Rule
 
-from ._race_common import clause, describe, exchange_fix, line_ranges, metrics, \
+from cudalint.rules.sync._race_common import clause, describe, exchange_fix, line_ranges, metrics, \
     warp_exchanges
 
 

@@ -1,7 +1,7 @@
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 
-from ._race_common import clause, describe, metrics, races_for
+from cudalint.rules.sync._race_common import clause, describe, metrics, races_for
 
 
 class MissingBlockBarrier(Rule):

@@ -1,8 +1,8 @@
-from cudalint.analysis.cfg import (BodyQueries, control_context, exits_before, group_handles,
+from cudalint.analysis.sync.cfg import (BodyQueries, control_context, exits_before, group_handles,
                                    syncs_in)
-from cudalint.analysis.divergence import ThreadDependence
-from cudalint.analysis.preproc import not_for_modern_cuda
-from cudalint.analysis.races import RaceAnalysis
+from cudalint.analysis.sync.divergence import ThreadDependence
+from cudalint.model.preproc import not_for_modern_cuda
+from cudalint.analysis.sync.races import RaceAnalysis
 from cudalint.diagnostics import Finding
 from cudalint.parse import text
 from cudalint.rule import Rule

@@ -1,4 +1,4 @@
-from cudalint.analysis.preproc import not_for_modern_cuda
+from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Edit, Finding, Fix
 from cudalint.rule import Rule
 

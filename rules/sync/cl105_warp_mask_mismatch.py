@@ -1,5 +1,5 @@
-from cudalint.analysis.preproc import not_for_modern_cuda
-from cudalint.analysis.races import RaceAnalysis
+from cudalint.model.preproc import not_for_modern_cuda
+from cudalint.analysis.sync.races import RaceAnalysis
 from cudalint.diagnostics import Finding
 from cudalint.parse import text
 from cudalint.rule import Rule

@@ -571,7 +571,7 @@ def check_python(data: bytes, notices: bool = False) -> None:
 @quiet
 def check_ptxas(data: bytes, cu: bytes | None = None, tmpdir: Path | None = None) -> None:
     """A ptxas log through the parser, and (with ``cu``) through CL301-CL303."""
-    from cudalint.analysis import ptxas_log as pl
+    from cudalint.analysis.ptxas import ptxas_log as pl
     RUNS["ptxas"] += 1
     text = data.decode("utf-8", "replace")
     for rec in pl.parse_log(text, "fuzz.log"):
@@ -774,7 +774,7 @@ BUILD_CU = (b"__global__ void k(float* x, float y) { x[threadIdx.x] = x[threadId
 def check_build(data: bytes, name: str, folder: Path | None = None) -> None:
     """A build file: its model (flags inside the file), the file linted as its own kind,
     and a ``.cu`` beside it linted with the flags the file sets."""
-    from cudalint.analysis import buildflags as bf
+    from cudalint.project import buildflags as bf
     from cudalint.sources.base import file_kind
     kind = file_kind(name) or "python"
     RUNS[f"build_{kind}"] += 1

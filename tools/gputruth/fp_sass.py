@@ -134,7 +134,7 @@ def apply_fixes(text: str, diagnostics) -> str:
 def kernel_ranges(unit_text: str) -> list[tuple[str, int, int, bool]]:
     """(name, start line, end line, is kernel) of every function, lines 1-based in the
     unit."""
-    from cudalint.model import Model
+    from cudalint.model.kernels import Model
     from cudalint.parse import parse
     model = Model(parse(unit_text.encode()))
     return [(f.name, f.node.start_point[0] + 1, f.node.end_point[0] + 1, f.is_kernel)
@@ -198,8 +198,8 @@ def _unit_line_offsets(path: Path, text: str) -> list[int]:
 
 def fp_command_lines() -> list[list[str]]:
     """The floating-point options of every build in the CL401 fixtures, normalised."""
-    from cudalint.analysis.buildflags import cmake_builds, python_builds, toml_builds
-    from cudalint.analysis.nvcc_flags import parse_options
+    from cudalint.project.buildflags import cmake_builds, python_builds, toml_builds
+    from cudalint.project.nvcc_flags import parse_options
     lines: list[list[str]] = [[], ["-ftz=false", "--use_fast_math"],
                               ["--use_fast_math", "-prec-div=true"],
                               ["-ftz=true", "-ftz=false"]]

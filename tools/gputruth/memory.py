@@ -42,8 +42,8 @@ BUFFER_BYTES = 64 << 20
 
 def kernels_of(path: Path) -> list[dict]:
     # the device machine may lack tree-sitter: it reads the plan written here by --plan
-    from cudalint.consteval import eval_int
-    from cudalint.model import Model
+    from cudalint.model.consteval import eval_int
+    from cudalint.model.kernels import Model
     from cudalint.parse import parse, text
     model = Model(parse(path.read_bytes()))
     out = []

@@ -93,7 +93,7 @@ def ptxas_registers(log: str) -> dict[str, tuple[int, int]]:
     """{kernel: (registers, barriers)} for sm_90, by mangled name (no demangler needed:
     the fixture kernels are plain functions, ``_Z<len><name>...``)."""
     sys.path.insert(0, str(ROOT))
-    from cudalint.analysis.ptxas_log import parse_log
+    from cudalint.analysis.ptxas.ptxas_log import parse_log
     out = {}
     for r in parse_log(log):
         m = re.match(r"_Z(\d+)", r.mangled)

@@ -100,7 +100,7 @@ def build(source: str, name: str, workdir: Path, ptxas_verbose: bool = False
 
 
 def kernel_name(mangled: str) -> str:
-    from cudalint.analysis.ptxas_log import base_name, demangle
+    from cudalint.analysis.ptxas.ptxas_log import base_name, demangle
     return base_name(demangle(mangled))
 
 
@@ -173,7 +173,7 @@ def _const_fixes_only(path: Path, text: str) -> str:
 
 def cl203_flags(path: Path) -> list[dict]:
     """Every CL203 finding: kernel, parameter and the lines of its load sites."""
-    from cudalint.analysis.pointer_access import PointerAccess
+    from cudalint.analysis.memory.pointer_access import PointerAccess
     from cudalint.context import UnitContext
     from cudalint.engine import lint_text
     from cudalint.sources.base import SourceFile, Unit
@@ -230,8 +230,8 @@ def cl203_records(workdir: Path) -> dict:
 
 
 def cl204_records(workdir: Path) -> dict:
-    from cudalint.analysis.ptxas_log import parse_log
-    from cudalint.model import Model
+    from cudalint.analysis.ptxas.ptxas_log import parse_log
+    from cudalint.model.kernels import Model
     from cudalint.parse import parse
     records = []
     for path in sorted((ROOT / "fixtures" / "CL204").glob("*.cu")):

@@ -63,7 +63,7 @@ NOTES: dict[str, str] = {
 
 
 def kernels_of(path: Path) -> list[dict]:
-    from cudalint.model import Model
+    from cudalint.model.kernels import Model
     from cudalint.parse import parse
     model = Model(parse(path.read_bytes()))
     out = []

@@ -22,7 +22,7 @@ from typing import Iterator
 
 from tree_sitter import Node
 
-from ..parse import captures, text
+from cudalint.parse import captures, text
 
 BLOCK_SYNC_CALLS = frozenset({"__syncthreads", "__syncthreads_count", "__syncthreads_and",
                               "__syncthreads_or", "__barrier_sync"})

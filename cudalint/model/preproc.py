@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from ..parse import text
+from cudalint.parse import text
 
 VERSION = re.compile(r"CUDA_VERSION|CUDART_VERSION|__CUDACC_VER|__CUDA_ARCH__|CUDA_ARCH")
 PLATFORM = re.compile(r"HIP\b|HIP_|ROCM|__HIPCC__")

@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .ptxas_log import PtxasRecord, parse_log
+from cudalint.analysis.ptxas.ptxas_log import PtxasRecord, parse_log
 
 if TYPE_CHECKING:
-    from ..context import UnitContext
-    from ..model import Function
+    from cudalint.context import UnitContext
+    from cudalint.model.kernels import Function
 
 NVCC_HINT = ("install the CUDA toolkit, or `pip install cudalint[nvcc]` (the "
              "nvidia-cuda-nvcc package), or set [tool.cudalint.ptxas] nvcc = \"/path/to/nvcc\"")
@@ -180,7 +180,7 @@ def compile_unit(ctx: "UnitContext") -> tuple[list[PtxasRecord], str | None]:
     h.update("\0".join(cmd).encode())
     if unit.embedded is None and "#include" in text:
         try:
-            from ..sources.includes import include_digest
+            from cudalint.project.includes import include_digest
             h.update(include_digest(Path(unit.file.path), text).encode())
         except Exception:
             pass
@@ -322,7 +322,7 @@ def maxrregcount(settings, unit=None) -> int | None:
 
 def register_cap(fn: "Function", arch: str, settings, unit=None) -> tuple[int, str] | None:
     """(registers, what) for the tightest cap the source or flags put on ``fn``."""
-    from .occupancy import launch_bounds_register_cap
+    from cudalint.analysis.ptxas.occupancy import launch_bounds_register_cap
     caps: list[tuple[int, str]] = []
     if fn.launch_bounds is not None and fn.launch_bounds[0]:
         cap = launch_bounds_register_cap(arch, fn.launch_bounds[0], fn.launch_bounds[1])

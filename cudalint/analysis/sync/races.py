@@ -52,16 +52,17 @@ from typing import TYPE_CHECKING, Any
 
 from tree_sitter import Node
 
-from ..consteval import eval_int
-from ..parse import captures
-from ..parse import text as _ts_text
-from .cfg import BODY_QUERY, BodyQueries, Group, callee_short_name, classify_sync, \
+from cudalint.model.consteval import eval_int
+from cudalint.parse import captures
+from cudalint.parse import text as _ts_text
+from cudalint.analysis.sync.cfg import BODY_QUERY, BodyQueries, Group, callee_short_name, classify_sync, \
     group_handles
-from .lanes import _struct_types, block_shape, type_size
+from cudalint.model.launch_shape import block_shape
+from cudalint.model.types import struct_types, type_size
 
 if TYPE_CHECKING:
-    from ..context import UnitContext
-    from ..model import Function
+    from cudalint.context import UnitContext
+    from cudalint.model.kernels import Function
 
 WARP = 32
 LOOP_CAP = 64                 # iterations of one loop in one run
@@ -2339,8 +2340,8 @@ def _unit_structs(ctx: "UnitContext"):
     """Struct layouts of the unit, through the lane engine (whichever input it takes)."""
     nodes = getattr(ctx.model, "nodes", None)
     if nodes is not None:
-        return _struct_types(nodes("struct"))
-    return _struct_types(ctx.root)    # type: ignore[arg-type]
+        return struct_types(nodes("struct"))
+    return struct_types(ctx.root)    # type: ignore[arg-type]
 
 
 def _mentions_shared(ctx: "UnitContext", fn: "Function", functions) -> bool:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .nvcc_flags import Flag, NvccSettings, interpret, split_words
+from cudalint.project.nvcc_flags import Flag, NvccSettings, interpret, split_words
 
 # A build file without one of these words sets no flag the FP rules care about.
 FAST_MATH_WORDS = ("fast_math", "fast-math", "ftz", "prec-div", "prec_div", "prec-sqrt",

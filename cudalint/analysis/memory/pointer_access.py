@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from tree_sitter import Node
 
-from ..diagnostics import Edit
-from ..parse import captures, text
+from cudalint.diagnostics import Edit
+from cudalint.parse import captures, text
 
 if TYPE_CHECKING:
-    from ..context import UnitContext
-    from ..model import Function, Param
+    from cudalint.context import UnitContext
+    from cudalint.model.kernels import Function, Param
 
 LOAD_INTRINSICS = frozenset({"__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"})
 STORE_INTRINSICS = frozenset({"__stcg", "__stcs", "__stwb", "__stwt"})

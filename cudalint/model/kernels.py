@@ -15,8 +15,8 @@ from operator import itemgetter
 
 from tree_sitter import Node, Tree
 
-from .consteval import MAX_TEXT, eval_int
-from .parse import captures, text
+from cudalint.model.consteval import MAX_TEXT, eval_int
+from cudalint.parse import captures, text
 
 FUNCTION_SPACES = ("__global__", "__device__", "__host__")
 
@@ -218,7 +218,7 @@ class ArrayDecl:
 
     @property
     def elem_size(self) -> int | None:
-        from .consteval import sizeof_type
+        from cudalint.model.consteval import sizeof_type
         return sizeof_type(self.elem_type)
 
 

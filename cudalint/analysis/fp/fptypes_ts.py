@@ -6,7 +6,7 @@ is found, and nothing is guessed: FMA-contraction facts (CL402) need libclang.
 """
 from __future__ import annotations
 
-from .fptypes import FpFacts, Promotion, exactly_float, literal_value
+from cudalint.analysis.fp.facts import FpFacts, Promotion, exactly_float, literal_value
 
 _ARITH = {"+", "-", "*", "/"}
 _MATH = {"pow", "exp", "log", "sqrt", "sin", "cos", "tan", "atan2", "exp2", "log2"}

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any
 from tree_sitter import Node
 
 if TYPE_CHECKING:
-    from ..context import UnitContext
-    from .lanes import Access
+    from cudalint.context import UnitContext
+    from cudalint.analysis.memory.lanes import Access
 
 MAX_GAP_LINES = 10
 

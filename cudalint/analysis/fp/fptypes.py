@@ -27,10 +27,11 @@ import hashlib
 import math
 import os
 import re
-import struct
 from bisect import bisect_left
-from dataclasses import dataclass, field
 from functools import lru_cache
+
+from cudalint.analysis.fp.facts import (Contraction, FpFacts, Promotion, exactly_float,
+                                        literal_value)
 
 _DOUBLE_MATH = ("pow", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p",
                 "sqrt", "cbrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
@@ -127,60 +128,6 @@ _CLANG_ARGS = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
                "--cuda-gpu-arch=sm_70", "-std=c++17", "-Wno-unknown-cuda-version",
                "-include", SHIM_NAME, "-ferror-limit=0"]
 _INCLUDE_LINE = re.compile(rb"^[ \t]*#[ \t]*include[^\n]*", re.M)
-
-
-@dataclass
-class Promotion:
-    """Float arithmetic that runs in FP64. Offsets are unit bytes."""
-    start: int
-    end: int
-    kind: str                   # "literal" | "cast" | "call"
-    text: str                   # the literal / cast / callee as written
-    exact: bool | None = None   # literal: exactly representable in float
-    ops: int = 0                # FP64 operations in the promoted expression
-    expr_start: int = -1
-    expr_end: int = -1
-
-
-@dataclass
-class Contraction:
-    """A float expression whose result depends on separate rounding of a multiply and an
-    add, which FMA contraction removes."""
-    start: int
-    end: int
-    kind: str                   # "difference-of-products" | "error-free-transform"
-    dtype: str                  # "float" | "double"
-    text: str
-    related: tuple[int, int] | None = None   # the product that made the subtracted value
-
-
-@dataclass
-class FpFacts:
-    engine: str                 # "libclang" | "tree-sitter" | "none"
-    promotions: list[Promotion] = field(default_factory=list)
-    contractions: list[Contraction] = field(default_factory=list)
-    note: str | None = None
-
-
-def exactly_float(value: float) -> bool:
-    try:
-        return struct.unpack("f", struct.pack("f", value))[0] == value
-    except OverflowError:
-        return False
-
-
-_FLOAT_LIT = re.compile(rb"(?<![\w.])((?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)(?![\w.])")
-
-
-def literal_value(text: str) -> float | None:
-    t = text.strip()
-    if t.lower().endswith(("f", "l")) or not re.fullmatch(
-            r"(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+", t):
-        return None
-    try:
-        return float(t)
-    except ValueError:
-        return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -315,7 +262,7 @@ def fp_facts(unit_data: bytes, tree_facts=None, want_contractions: bool = True) 
         return FpFacts("none")
     got = _index()
     if got is None:
-        from .fptypes_ts import ts_facts
+        from cudalint.analysis.fp.fptypes_ts import ts_facts
         facts = ts_facts(tree_facts) if tree_facts is not None else FpFacts("tree-sitter")
         facts.note = "libclang unavailable: types from declarations only"
         return facts
@@ -323,7 +270,7 @@ def fp_facts(unit_data: bytes, tree_facts=None, want_contractions: bool = True) 
     plan = None
     src = unit_data
     if tree_facts is not None:
-        from .fpfilter import clang_plan
+        from cudalint.analysis.fp.fpfilter import clang_plan
         plan = clang_plan(tree_facts, unit_data)
         if plan is None:
             return FpFacts("libclang")          # no function can hold a finding

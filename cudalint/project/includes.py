@@ -38,8 +38,8 @@ def _header(path: Path) -> tuple[str, dict[str, int]] | None:
     if len(data) > MAX_HEADER_BYTES or b"\0" in data[:8192]:
         return None
     text = data.decode("utf-8", "replace")
-    from ..model import Model
-    from ..parse import parse
+    from cudalint.model.kernels import Model
+    from cudalint.parse import parse
     return text, dict(Model(parse(data)).constants)
 
 
@@ -78,7 +78,7 @@ def include_deps(path: Path, text: str) -> tuple[str, tuple]:
     candidate's stat signature (None where no regular file is), so that a warm run can
     tell by stat alone that nothing it includes changed -- a header created where there
     was none included."""
-    from ..cache import file_sig
+    from cudalint.sources.signature import file_sig
     h = hashlib.sha256()
     deps: list[tuple[str, tuple | None]] = []
     seen: set[Path] = set()

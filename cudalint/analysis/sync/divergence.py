@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
-from ..parse import text
-from .cfg import FUNCTION_LIKE, LOOPS, BodyQueries, ancestors, callee_short_name
+from cudalint.parse import text
+from cudalint.analysis.sync.cfg import FUNCTION_LIKE, LOOPS, BodyQueries, ancestors, callee_short_name
 
 if TYPE_CHECKING:
-    from ..context import UnitContext
-    from ..model import Function
+    from cudalint.context import UnitContext
+    from cudalint.model.kernels import Function
 
 # calls whose result differs between threads whatever their arguments
 VARYING_CALLS = frozenset({

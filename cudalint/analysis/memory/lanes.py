@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from functools import cache, cached_property, lru_cache
+from functools import cached_property, lru_cache
 from itertools import repeat
 from operator import (add, and_, eq, floordiv, ge, gt, invert, le, lshift, lt, mod, mul,
                       ne, neg, not_, or_, rshift, sub, xor)
@@ -35,12 +35,14 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from tree_sitter import Node
 
-from ..consteval import sizeof_type
-from ..parse import captures, text
+from cudalint.model.launch_shape import BlockShape, block_shape
+from cudalint.model.types import VECTOR_COMPONENT as _VECTOR_COMPONENT, StructType, type_size
+from cudalint.model.types import struct_types as _struct_types
+from cudalint.parse import captures, text
 
 if TYPE_CHECKING:
-    from ..context import UnitContext
-    from ..model import ArrayDecl, Function
+    from cudalint.context import UnitContext
+    from cudalint.model.kernels import ArrayDecl, Function
 
 WARP = 32
 SECTOR = 32
@@ -57,50 +59,12 @@ N_SAMPLES = 3
 UNKNOWN = "?"           # marks, among the thread axes a value reads, a sampled unknown
 
 _VECTOR_FIELDS = {"x": 0, "y": 1, "z": 2, "w": 3}
-_VECTOR_COMPONENT = {
-    "float2": "float", "float3": "float", "float4": "float", "int2": "int", "int3": "int",
-    "int4": "int", "uint2": "unsigned", "uint4": "unsigned", "double2": "double",
-    "__half2": "__half", "half2": "__half", "char4": "char", "uchar4": "unsigned char",
-    "short2": "short", "short4": "short", "longlong2": "long long", "char2": "char",
-}
-_EXTRA_SIZES = {"char4": 4, "uchar4": 4, "short2": 4, "short4": 8, "longlong2": 16,
-                "char2": 2, "ulonglong2": 16, "double4": 32, "uint3": 12,
-                "unsigned long": 8, "signed": 4}
 _INT_WORDS = ("int", "long", "short", "char", "size_t", "unsigned", "signed", "auto",
               "int8_t", "int16_t", "int32_t", "int64_t", "uint", "index_t", "bool")
 
 
 class Opaque(Exception):
     """The engine cannot know this value lane by lane."""
-
-
-@dataclass(frozen=True)
-class BlockShape:
-    dims: tuple[int, int, int]
-    source: str          # "launch" | "python-launch" | "launch_bounds" | "config"
-    # the file line the shape was read from, computed only when a message needs it
-    where: Callable[[], int | None] | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def line(self) -> int | None:
-        """Computed on demand (mapping a byte to a file line can cost a table)."""
-        return self.where() if self.where is not None else None
-
-    @property
-    def threads(self) -> int:
-        return self.dims[0] * self.dims[1] * self.dims[2]
-
-    def describe(self) -> str:
-        """``block 32x8 from the launch at line 12``: what a message says about it."""
-        shown = list(self.dims)
-        while len(shown) > 1 and shown[-1] == 1:
-            shown.pop()
-        dims = "x".join(map(str, shown))
-        where = {"launch": "the launch", "python-launch": "the Python launch",
-                 "launch_bounds": "__launch_bounds__",
-                 "config": "the block-size setting"}.get(self.source, self.source)
-        at = f" at line {self.line}" if self.line is not None else ""
-        return f"block {dims} from {where}{at}"
 
 
 @dataclass
@@ -237,113 +201,6 @@ def wavefronts(row: list[int | None], width: int) -> int:
         if words_by_bank:
             total += max(len(ws) for ws in words_by_bank.values())
     return total
-
-
-# ---------------------------------------------------------------------------------------
-# block shape
-
-def block_shape(ctx: "UnitContext", fn: "Function") -> BlockShape | None:
-    """The block shape a kernel runs with, and where it came from (None: unknown)."""
-    launches = [l for l in ctx.model.launches if l.kernel == fn.name and l.block]
-    shapes = {l.block for l in launches}
-    if len(shapes) == 1:
-        first = launches[0].node.start_byte
-        return BlockShape(shapes.pop(), "launch", cache(lambda: _line(ctx, first)))
-    if len(shapes) > 1:
-        return None
-    emb = getattr(ctx.unit, "embedded", None)
-    if emb is not None:
-        py = set()
-        line = None
-        for launch in getattr(emb, "launches", None) or []:
-            name = getattr(launch, "kernel", None)
-            block = getattr(launch, "block", None)
-            if block and (name in (None, fn.name)):
-                py.add(tuple(list(block) + [1] * (3 - len(block))))
-                start = getattr(launch, "start", None)
-                if line is None and isinstance(start, int):
-                    line = start
-        if len(py) == 1:
-            at = line
-            return BlockShape(py.pop(), "python-launch", None if at is None else
-                              cache(lambda: ctx.unit.file.position(at)[0]))
-        if len(py) > 1:
-            return None
-    if fn.launch_bounds and fn.launch_bounds[0]:
-        node = fn.launch_bounds_node
-        return BlockShape((fn.launch_bounds[0], 1, 1), "launch_bounds",
-                          None if node is None else cache(lambda: _line(ctx, node.start_byte)))
-    if ctx.settings.block_size:
-        return BlockShape(tuple(ctx.settings.block_size), "config")  # type: ignore[arg-type]
-    return None
-
-
-def _line(ctx: "UnitContext", byte: int) -> int | None:
-    try:
-        return ctx.unit.file.position(ctx.unit.file_offset(byte))[0]
-    except Exception:           # a position the source layer cannot map: say nothing
-        return None
-
-
-# ---------------------------------------------------------------------------------------
-# types
-
-@dataclass
-class StructType:
-    name: str
-    size: int
-    fields: dict[str, tuple[int, str]]      # name -> (byte offset, type)
-
-
-def _struct_types(specifiers: list[Node]) -> dict[str, StructType]:
-    out: dict[str, StructType] = {}
-    for struct in specifiers:
-        spec = struct.child_by_field_name("body")
-        name = text(struct.child_by_field_name("name"))
-        offset, align, fields = 0, 1, {}
-        ok = True
-        for fd in spec.named_children:
-            if fd.type != "field_declaration":
-                continue
-            ftype = text(fd.child_by_field_name("type"))
-            size = type_size(ftype, out)
-            if size is None:
-                ok = False
-                break
-            falign = min(size, 16) if ftype in _VECTOR_COMPONENT or size in (1, 2, 4, 8, 16) \
-                else 4
-            if ftype in ("float3", "int3", "uint3"):
-                falign = 4
-            if ftype in out:
-                falign = 4
-            for d in fd.children_by_field_name("declarator"):
-                if d.type != "field_identifier":
-                    ok = False
-                    break
-                offset = -(-offset // falign) * falign
-                fields[text(d)] = (offset, ftype)
-                offset += size
-                align = max(align, falign)
-            if not ok:
-                break
-        if ok and fields:
-            out[name] = StructType(name, -(-offset // align) * align, fields)
-    return out
-
-
-def type_size(name: str, structs: dict[str, StructType] | None = None) -> int | None:
-    name, size = _plain_type_size(name)
-    if size is None and structs and name in structs:
-        size = structs[name].size
-    return size
-
-
-@lru_cache(maxsize=4096)
-def _plain_type_size(name: str) -> tuple[str, int | None]:
-    """The type name without qualifiers, and its size when it is not a struct of ours."""
-    name = " ".join(name.replace("const", " ").replace("volatile", " ")
-                    .replace("struct ", " ").split())
-    return name, sizeof_type(name) or _EXTRA_SIZES.get(name)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1242,7 +1099,7 @@ class _Parents:
             self.map = {}
             if self.body is not None:
                 import tree_sitter
-                from ..parse import query
+                from cudalint.parse import query
                 cursor = tree_sitter.QueryCursor(query(self._QUERY))
                 for _, caps in cursor.matches(self.body):
                     for child in caps.get("c", ()):

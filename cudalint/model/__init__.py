@@ -1,0 +1,12 @@
+"""Model: what one unit declares, read from its tree-sitter parse.
+
+- ``kernels``: kernels and device functions, their parameters, shared and local arrays,
+  launches (``k<<<grid, block>>>`` and Python launch calls), block shapes given by
+  ``__launch_bounds__``, and the unit's integer constants. Computed on first use, once per
+  unit, through ``UnitContext.model``.
+- ``consteval``: integer constant expressions and ``sizeof`` of the built-in types.
+- ``preproc``: the ``#if`` blocks that enclose a place (HIP branches and pre-Volta guards
+  that rules stay silent in).
+
+Every analysis and rule reads the model; the model reads only ``sources`` and ``parse``.
+"""

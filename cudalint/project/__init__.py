@@ -1,0 +1,16 @@
+"""Project: facts that cross files, between the sources and the per-unit model.
+
+A unit alone does not say which headers it includes, which constants those headers define,
+or which build file compiles it with which nvcc flags. This layer reads those facts once per
+run (memoised by file signature) and hands them to the model and the analyses:
+
+- ``includes``: the project headers a file includes (quoted includes, relative to the
+  includer), the integer constants they define, and the digest the result cache keys on.
+- ``buildflags``: the nvcc flags that setup.py, torch ``load``/``load_inline``, CuPy,
+  PyCUDA, CMakeLists.txt and pyproject.toml set, the build files that apply to a source
+  file, and their digest. Read by CL401/CL402/CL404 and the ptxas runner.
+- ``nvcc_flags``: what a list of nvcc words means for floating point (-ftz, -prec-div,
+  -prec-sqrt, --use_fast_math, --fmad) and for ptxas.
+
+It may import ``model``, ``sources`` and ``parse``; never ``analysis`` or anything above.
+"""
