@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from cudalint.analysis.memory.lanes import (LaneAnalysis, bank_conflict_figures,
-                                     coalescing_figures)
+from cudalint.analysis.memory.figures import bank_conflict_figures, coalescing_figures
+from cudalint.analysis.memory.lanes import LaneAnalysis
 from cudalint.config import Settings
 from cudalint.context import UnitContext
 from cudalint.sources.base import SourceFile, Unit
@@ -313,7 +313,7 @@ def _c_op(op, x, y):
 def test_lane_vector_ops_equal_per_column_definition():
     import random
 
-    from cudalint.analysis.memory.lanes import Opaque, _binop
+    from cudalint.analysis.memory.lane_values import Opaque, _binop
     rnd = random.Random(11)
     special = [0, 1, -1, 2, 31, 32, 63, 64, -64, 1000]
     ops = ["+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "<", ">", "<=", ">=",
@@ -344,7 +344,7 @@ def test_lane_vector_ops_equal_per_column_definition():
 def test_best_alignment_sectors_equal_every_shift():
     import random
 
-    from cudalint.analysis.memory.lanes import _min_sectors_shifted, sectors
+    from cudalint.analysis.memory.figures import _min_sectors_shifted, sectors
     rnd = random.Random(5)
     for _ in range(5000):
         scale = rnd.choice([1, 3, 4, 8, 12, 32, 100])
@@ -372,9 +372,9 @@ def test_early_decision_never_hides_a_finding():
     lower bound, whatever the other warps and samples do."""
     import random
 
-    from cudalint.analysis.memory.lanes import (Access, bank_conflict_figures,
-                                                coalescing_figures, sectors, surely_below,
-                                                wavefronts)
+    from cudalint.analysis.memory.figures import (Access, bank_conflict_figures,
+                                                  coalescing_figures, sectors, surely_below,
+                                                  wavefronts)
     from cudalint.model.launch_shape import BlockShape
     rnd = random.Random(3)
     decided = 0

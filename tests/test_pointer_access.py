@@ -3,7 +3,8 @@
 recursion limit, identifiers found by scanning the text instead of a query."""
 from __future__ import annotations
 
-from cudalint.analysis.memory.pointer_access import NameScanner, PointerAccess, scan_identifiers
+from cudalint.analysis.memory.names import NameScanner, scan_identifiers
+from cudalint.analysis.memory.pointer_access import PointerAccess
 from cudalint.config import Settings
 from cudalint.context import UnitContext
 from cudalint.engine import lint_text

@@ -1,5 +1,6 @@
-from cudalint.analysis.memory.lanes import (LaneAnalysis, block_line_metrics, coalescing_figures,
-                                     sectors, surely_below)
+from cudalint.analysis.memory.figures import (block_line_metrics, coalescing_figures, sectors,
+                                              surely_below)
+from cudalint.analysis.memory.lanes import LaneAnalysis
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.analysis.memory.siblings import SiblingGroup, access_row, group_siblings
 from cudalint.analysis.memory.siblings import direction as _direction

@@ -1,5 +1,6 @@
-from cudalint.analysis.memory.lanes import (LaneAnalysis, bank_conflict_figures, block_line_metrics,
-                                     surely_below, wavefronts)
+from cudalint.analysis.memory.figures import (bank_conflict_figures, block_line_metrics,
+                                              surely_below, wavefronts)
+from cudalint.analysis.memory.lanes import LaneAnalysis
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule

@@ -1,6 +1,7 @@
 import re
 
-from cudalint.analysis.memory.pointer_access import PointerAccess, const_edit, restrict_edit
+from cudalint.analysis.memory.param_edits import const_edit, restrict_edit
+from cudalint.analysis.memory.pointer_access import PointerAccess
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Finding, Fix
 from cudalint.rule import Rule

@@ -2,11 +2,20 @@
 
 - ``lanes``: the symbolic index engine. For each global or shared access it gives the
   addresses of the 32 lanes of the warps it samples, hence sectors per request (CL201) and
-  bank wavefronts (CL202).
+  bank wavefronts (CL202). ``LaneAnalysis`` is its entry point; the engine's parts:
+  - ``lane_values``: vectors with one value per (sample, warp, lane) column, pointers
+    over them, and C's integer operators column by column;
+  - ``kernel_lanes``: ``KernelLanes``, the evaluator of one kernel's addresses and of
+    which lanes reach each access;
+  - ``figures``: an ``Access`` and what it costs: sectors, wavefronts, and the sure lower
+    bounds used when they depend on unknowns.
 - ``siblings``: accesses to fields of one record grouped, so a record read field by field
   is one finding with one figure.
 - ``pointer_access``: for each pointer parameter, its loads and stores, whether it may
-  alias another, and the edits that make it ``const __restrict__`` (CL203).
+  alias another, and what making it const requires (CL203).
+- ``param_edits``: the edits that make a pointer parameter ``const`` and ``__restrict__``.
+- ``names``: where a name is written in a body, found from the text (identifiers, their
+  paths, whether a declaration declares them); read by pointer_access and local_index.
 - ``local_index``: local arrays indexed by run-time values, which ptxas places in local
   memory (CL204).
 """

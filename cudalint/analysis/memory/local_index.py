@@ -34,7 +34,7 @@ from cudalint.parse import captures, text
 
 if TYPE_CHECKING:
     from cudalint.context import UnitContext
-    from cudalint.analysis.memory.pointer_access import NameScanner
+    from cudalint.analysis.memory.names import NameScanner
     from cudalint.model.kernels import ArrayDecl, Function
 
 _BUILTINS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
@@ -122,7 +122,7 @@ class LocalArrayIndexing:
         return p if p is not None else node.parent
 
     def scanner(self, fn: "Function") -> "NameScanner":
-        from cudalint.analysis.memory.pointer_access import NameScanner
+        from cudalint.analysis.memory.names import NameScanner
         sc = self._scanners.get(fn.node.id)
         if sc is None:
             assert fn.body is not None
@@ -183,7 +183,8 @@ class _Indexer:
         """Identifiers named like the array after its declaration, in the body, last
         first (the order of the depth-first walk this replaced: the finding names the
         first dynamic access in this order). None: more than MAX_USES, not followed."""
-        from cudalint.analysis.memory.pointer_access import MAX_USES, _is_declared_name
+        from cudalint.analysis.memory.names import _is_declared_name
+        from cudalint.analysis.memory.pointer_access import MAX_USES
         parent = self.owner.parent
         start = self.arr.name_node.end_byte
         scanner = self.owner.scanner(self.fn)

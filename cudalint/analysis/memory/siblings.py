@@ -40,7 +40,7 @@ from tree_sitter import Node
 
 if TYPE_CHECKING:
     from cudalint.context import UnitContext
-    from cudalint.analysis.memory.lanes import Access
+    from cudalint.analysis.memory.figures import Access
 
 MAX_GAP_LINES = 10
 

@@ -1,0 +1,599 @@
+"""The lane engine's evaluator: the byte address of a kernel's accesses, lane by lane.
+
+``KernelLanes`` evaluates expressions of one kernel over the columns of lane_values:
+integers (literals, thread and block built-ins, parameters, locals followed to their
+reaching definitions, accumulated updates), pointers (parameters, ``__shared__`` arrays,
+arithmetic, casts, ``&``), lvalues (subscripts, dereferences, struct and vector fields,
+with their width), and which lanes reach an access (``if`` conditions on the thread
+index). Anything it cannot follow raises ``Opaque``.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import cached_property
+from operator import add, invert, mul, neg, not_
+from typing import TYPE_CHECKING, Callable
+
+from tree_sitter import Node
+
+from cudalint.analysis.memory.lane_values import (BLOCK_IDX_SAMPLES, COUNTER_SAMPLES,
+                                                  GRID_DIM_SAMPLES, PARAM_SAMPLES, UNKNOWN,
+                                                  WARP, Opaque, Ptr, _binop, _columns,
+                                                  _plus_scaled, _sample_invariant,
+                                                  _sampled_columns)
+from cudalint.model.launch_shape import BlockShape
+from cudalint.model.types import VECTOR_COMPONENT as _VECTOR_COMPONENT, StructType, type_size
+from cudalint.parse import captures, text
+
+if TYPE_CHECKING:
+    from cudalint.context import UnitContext
+    from cudalint.model.kernels import ArrayDecl, Function
+
+_VECTOR_FIELDS = {"x": 0, "y": 1, "z": 2, "w": 3}
+_INT_WORDS = ("int", "long", "short", "char", "size_t", "unsigned", "signed", "auto",
+              "int8_t", "int16_t", "int32_t", "int64_t", "uint", "index_t", "bool")
+
+
+@dataclass
+class _Decl:
+    node: Node                  # declaration / parameter_declaration
+    declarator: Node            # init_declarator or plain declarator
+    scope: Node                 # the block / for statement where it lives
+    type_text: str
+    pointer: int
+    value: Node | None
+
+
+class KernelLanes:
+    """Evaluates the address of every access of one kernel, lane by lane."""
+
+    def __init__(self, ctx: "UnitContext", fn: "Function", block: BlockShape,
+                 structs: Callable[[], dict[str, StructType]]):
+        self.ctx, self.fn, self.block, self._structs = ctx, fn, block, structs
+        self.env = fn.constants
+        self.cols, self.groups, self.active0, self.tid = _columns(block.dims)
+        self.n = len(self.cols)
+        self._sampled: dict[tuple[int, ...], tuple] = {}
+        self.used_tid: set[str] = set()
+        self._writes: dict[str, list[Node]] | None = None
+        self._counter_ids: dict[tuple[int, int], int] = {}
+        self._visiting: set[int] = set()
+        # a declared variable's value does not depend on where it is used: evaluate it
+        # once per kernel (value or Opaque, and the thread axes it reads)
+        self._values: dict[tuple[int, str], tuple[object, frozenset[str]]] = {}
+        self._conditions: dict[int, tuple[tuple | None, frozenset[str]]] = {}
+
+    @property
+    def structs(self) -> dict[str, StructType]:
+        return self._structs()
+
+    @cached_property
+    def _declarations(self) -> dict[str, list[_Decl]]:
+        """Local declarations of the kernel by declared name (only those whose parent is
+        a scope: a block or a for statement)."""
+        table: dict[str, list[_Decl]] = {}
+        for decl, declared in self.declared:
+            if not declared:
+                continue
+            scope = decl.parent
+            if scope is None or scope.type not in _SCOPES:
+                continue
+            for name, declarator, depth, value in declared:
+                table.setdefault(name, []).append(_Decl(
+                    decl, declarator, scope, text(decl.child_by_field_name("type")), depth,
+                    value))
+        return table
+
+    @cached_property
+    def declared(self) -> list[tuple[Node, list[tuple[str, Node, int, Node | None]]]]:
+        """Every declaration of the kernel with what it declares (``_declared``)."""
+        return [(decl, _declared(decl)) for decl in self.fn.nodes_in("declaration")]
+
+    # -- helpers --------------------------------------------------------------------
+    def const(self, v: int) -> tuple:
+        return (v,) * self.n
+
+    def sampled(self, values: tuple[int, ...]) -> tuple:
+        self.used_tid.add(UNKNOWN)          # the value depends on a sampled unknown
+        vec = self._sampled.get(values)
+        if vec is None:
+            vec = self._sampled[values] = _sampled_columns(values, self.block.dims)
+        return vec
+
+    @property
+    def writes(self) -> dict[str, list[Node]]:
+        """Every write to a plain identifier in the kernel: assignments and ++/--."""
+        if self._writes is None:
+            w: dict[str, list[Node]] = {}
+            # the model's index: `x = / x op= ` left sides, `x++` arguments, `&x` operands
+            for kind in ("assigned", "updated", "address_taken"):
+                for ident in self.fn.nodes_in(kind):
+                    w.setdefault(text(ident), []).append(ident.parent)
+            self._writes = w
+        return self._writes
+
+    # -- integers -------------------------------------------------------------------
+    def int_value(self, node: Node) -> tuple:
+        t = node.type
+        if t == "number_literal":
+            s = text(node).lower().rstrip("ul")
+            try:
+                return self.const(int(s, 0))
+            except ValueError:
+                raise Opaque(node) from None
+        if t == "parenthesized_expression":
+            inner = [c for c in node.named_children if c.type != "comment"]
+            if len(inner) != 1:
+                raise Opaque(node)
+            return self.int_value(inner[0])
+        if t == "field_expression":
+            return self._builtin(node)
+        if t == "identifier" or t == "qualified_identifier":
+            return self._identifier(node)
+        if t == "binary_expression":
+            op = text(node.child_by_field_name("operator"))
+            a = self.int_value(node.child_by_field_name("left"))
+            b = self.int_value(node.child_by_field_name("right"))
+            return _binop(op, a, b, node)
+        if t == "unary_expression":
+            op = text(node.child_by_field_name("operator"))
+            a = self.int_value(node.child_by_field_name("argument"))
+            if op == "-":
+                return tuple(map(neg, a))
+            if op == "+":
+                return a
+            if op == "~":
+                return tuple(map(invert, a))
+            if op == "!":
+                return tuple(map(int, map(not_, a)))
+            raise Opaque(node)
+        if t == "conditional_expression":
+            saved = self.used_tid
+            self.used_tid = set()
+            try:
+                c = self.int_value(node.child_by_field_name("condition"))
+                if UNKNOWN in self.used_tid:
+                    # decided by a value the kernel receives (a flag, a template
+                    # argument, n > 0): the samples would pick one side everywhere
+                    raise Opaque(node)
+            finally:
+                self.used_tid |= saved
+            a = self.int_value(node.child_by_field_name("consequence"))
+            b = self.int_value(node.child_by_field_name("alternative"))
+            return tuple(x if k else y for k, x, y in zip(c, a, b))
+        if t == "cast_expression":
+            ty = text(node.child_by_field_name("type"))
+            if not any(w in ty for w in _INT_WORDS) or "*" in ty:
+                raise Opaque(node)
+            return self.int_value(node.child_by_field_name("value"))
+        if t == "call_expression":
+            return self._call(node)
+        if t == "sizeof_expression":
+            ty = node.child_by_field_name("type")
+            size = type_size(text(ty), self.structs) if ty is not None else None
+            if size is None:
+                raise Opaque(node)
+            return self.const(size)
+        if t in ("true", "false"):
+            return self.const(int(t == "true"))
+        raise Opaque(node)
+
+    def _builtin(self, node: Node) -> tuple:
+        base = text(node.child_by_field_name("argument"))
+        comp = text(node.child_by_field_name("field"))
+        if comp not in ("x", "y", "z"):
+            raise Opaque(node)
+        axis = "xyz".index(comp)
+        if base == "threadIdx":
+            self.used_tid.add(comp)
+            return self.tid[comp]
+        if base == "blockDim":
+            return self.const(self.block.dims[axis])
+        if base == "blockIdx":
+            return self.sampled(BLOCK_IDX_SAMPLES)
+        if base == "gridDim":
+            return self.sampled(GRID_DIM_SAMPLES)
+        raise Opaque(node)
+
+    def _call(self, node: Node) -> tuple:
+        name = text(node.child_by_field_name("function"))
+        args = [a for a in node.child_by_field_name("arguments").named_children
+                if a.type != "comment"]
+        vals = [self.int_value(a) for a in args]
+        if name in ("min", "umin", "std::min", "::min") and len(vals) == 2:
+            return tuple(map(min, *vals))
+        if name in ("max", "umax", "std::max", "::max") and len(vals) == 2:
+            return tuple(map(max, *vals))
+        if name in ("__mul24", "__umul24") and len(vals) == 2:
+            return tuple(a * b for a, b in zip(*vals))
+        if name in ("static_cast", "int", "unsigned", "size_t") and len(vals) == 1:
+            return vals[0]
+        fnode = node.child_by_field_name("function")
+        if fnode.type == "template_function" and text(
+                fnode.child_by_field_name("name")) == "static_cast" and len(vals) == 1:
+            targs = text(fnode.child_by_field_name("arguments"))
+            if any(w in targs for w in _INT_WORDS) and "*" not in targs:
+                return vals[0]
+        raise Opaque(node)
+
+    def _identifier(self, node: Node) -> tuple:
+        name = text(node)
+        decl = self.declaration_of(node)
+        if decl is None:
+            if name in self.env:
+                return self.const(self.env[name])
+            p = self.fn.param(name)
+            if p is not None and not p.is_pointer and not p.is_reference:
+                return self.sampled(PARAM_SAMPLES)
+            if name in self.fn.template_params:
+                return self.sampled(PARAM_SAMPLES)
+            raise Opaque(node)
+        if decl.pointer:
+            raise Opaque(node)
+        return self._decl_value(decl, node, self.int_value)
+
+    # -- declarations and reaching values ---------------------------------------------
+    def declaration_of(self, ident: Node) -> _Decl | None:
+        """The local declaration an identifier use refers to: in the innermost enclosing
+        scope that declares it before the use, the last such declaration."""
+        candidates = self._declarations.get(text(ident))
+        if not candidates:
+            return None
+        at = ident.start_byte
+        best: _Decl | None = None
+        for d in candidates:
+            scope = d.scope
+            if not scope.start_byte <= at < scope.end_byte:
+                continue
+            if d.node.end_byte > at:
+                # the declaration holding the use: only an earlier declarator counts
+                if not (d.node.start_byte <= at and d.declarator.end_byte <= at):
+                    continue
+            if best is None or scope.start_byte > best.scope.start_byte or (
+                    scope.start_byte == best.scope.start_byte and scope.id == best.scope.id
+                    and d.node.start_byte >= best.node.start_byte):
+                best = d
+        return best
+
+    def _decl_value(self, decl: _Decl, use: Node, evaluate: Callable[[Node], object]):
+        """The value a declared variable holds at a use: its initializer, plus uniform
+        accumulated updates; anything else (reassignment, address taken) is opaque."""
+        key = (decl.declarator.id, evaluate.__name__)
+        memo = self._values.get(key)
+        if memo is None:
+            saved = self.used_tid
+            self.used_tid = set()
+            try:
+                value: object = self._decl_value_uncached(decl, use, evaluate)
+            except Opaque as exc:
+                value = exc
+            memo = (value, frozenset(self.used_tid))
+            self._values[key] = memo
+            self.used_tid = saved
+        value, axes = memo
+        self.used_tid |= axes
+        if isinstance(value, Opaque):
+            raise Opaque(use)
+        return value
+
+    def _decl_value_uncached(self, decl: _Decl, use: Node,
+                             evaluate: Callable[[Node], object]):
+        if decl.node.id in self._visiting:
+            raise Opaque(use)
+        quals = {text(c) for c in decl.node.children if c.type in (
+            "type_qualifier", "storage_class_specifier")}
+        if "__shared__" in quals or "static" in quals or "extern" in quals:
+            raise Opaque(use)
+        name = text(use)
+        writes = [w for w in self.writes.get(name, [])
+                  if decl.scope.start_byte <= w.start_byte < decl.scope.end_byte
+                  and w.start_byte >= decl.node.end_byte]
+        self._visiting.add(decl.node.id)
+        try:
+            init = decl.value
+            increments: list[tuple[Node, int]] = []
+            for w in writes:
+                if w.type == "update_expression":
+                    op = text(w.child_by_field_name("operator"))
+                    increments.append((w, 1 if op == "++" else -1))
+                elif w.type == "assignment_expression":
+                    op = text(w.child_by_field_name("operator"))
+                    if op in ("+=", "-="):
+                        increments.append((w, 0))
+                    elif op == "=" and init is None and len(writes) == 1 and \
+                            _same_block(w, decl):
+                        init = w.child_by_field_name("right")
+                    else:
+                        raise Opaque(use)
+                else:
+                    raise Opaque(use)        # address taken
+            if init is None:
+                raise Opaque(use)
+            if init.type in ("initializer_list", "argument_list"):
+                if init.named_child_count != 1:
+                    raise Opaque(use)
+                init = init.named_children[0]
+            value = evaluate(init)
+            if not increments:
+                return value
+            if isinstance(value, Ptr):
+                raise Opaque(use)          # moving pointers: not followed
+            total = list(value)
+            for k, (w, sign) in enumerate(increments):
+                if sign:
+                    step = self.const(sign)
+                else:
+                    step = self.int_value(w.child_by_field_name("right"))
+                    if text(w.child_by_field_name("operator")) == "-=":
+                        step = tuple(map(neg, step))
+                if not self._uniform(step):
+                    raise Opaque(use)
+                count = self.sampled(tuple(
+                    c + (k % 2) for c in COUNTER_SAMPLES))
+                total = list(map(add, total, map(mul, count, step)))
+            return tuple(total)
+        finally:
+            self._visiting.discard(decl.node.id)
+
+    def _uniform(self, vec: tuple) -> bool:
+        for g in range(self.groups):
+            chunk = vec[g * WARP:(g + 1) * WARP]
+            if len(set(chunk)) > 1:
+                return False
+        return True
+
+    # -- pointers -------------------------------------------------------------------
+    def pointer(self, node: Node) -> Ptr:
+        t = node.type
+        if t == "parenthesized_expression":
+            inner = [c for c in node.named_children if c.type != "comment"]
+            if len(inner) != 1:
+                raise Opaque(node)
+            return self.pointer(inner[0])
+        if t == "identifier":
+            return self._pointer_identifier(node)
+        if t == "binary_expression":
+            op = text(node.child_by_field_name("operator"))
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if op not in ("+", "-"):
+                raise Opaque(node)
+            try:
+                p = self.pointer(left)
+                off = self.int_value(right)
+            except Opaque:
+                if op == "-":
+                    raise
+                p = self.pointer(right)
+                off = self.int_value(left)
+            size = self._elem_size(p, node)
+            step = -size if op == "-" else size
+            return Ptr(p.space, p.region, _plus_scaled(p.offset, off, step),
+                       p.pointee, p.dims[1:] if p.dims else (), p.array)
+        if t == "cast_expression":
+            ty = node.child_by_field_name("type")
+            return self._cast(node, ty, node.child_by_field_name("value"))
+        if t == "call_expression":
+            fnode = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            if fnode is not None and fnode.type == "template_function" and text(
+                    fnode.child_by_field_name("name")) in ("reinterpret_cast", "static_cast") \
+                    and args is not None and args.named_child_count == 1:
+                targs = fnode.child_by_field_name("arguments")
+                ty = targs.named_children[0] if targs and targs.named_children else None
+                return self._cast(node, ty, args.named_children[0])
+            raise Opaque(node)
+        if t == "pointer_expression" and text(node.child_by_field_name("operator")) == "&":
+            arg = node.child_by_field_name("argument")
+            p, width = self.lvalue(arg)
+            return p
+        if t == "subscript_expression":
+            p, _ = self.lvalue(node)
+            if not p.dims:
+                raise Opaque(node)      # an element read from memory used as a pointer
+            return p
+        raise Opaque(node)
+
+    def _cast(self, node: Node, ty: Node | None, value: Node) -> Ptr:
+        tt = text(ty) if ty is not None else ""
+        if tt.count("*") != 1:
+            raise Opaque(node)
+        base = tt.replace("*", " ").replace("const", " ").replace("volatile", " ")
+        base = " ".join(base.replace("__restrict__", " ").split())
+        if type_size(base, self.structs) is None:
+            raise Opaque(node)
+        p = self.pointer(value)
+        return Ptr(p.space, p.region, p.offset, base, (), p.array)
+
+    def _elem_size(self, p: Ptr, node: Node) -> int:
+        size = type_size(p.pointee, self.structs)
+        if size is None:
+            raise Opaque(node)
+        for d in p.dims[1:]:
+            if d is None:
+                raise Opaque(node)
+            size *= d
+        return size
+
+    def _pointer_identifier(self, node: Node) -> Ptr:
+        name = text(node)
+        decl = self.declaration_of(node)
+        if decl is not None:
+            arr = self._shared_array(name, decl.node)
+            if arr is not None:
+                return self._array_ptr(arr)
+            if decl.pointer != 1:
+                raise Opaque(node)
+            return self._decl_value(decl, node, self.pointer)
+        p = self.fn.param(name)
+        if p is not None:
+            if p.pointer_depth + int(p.is_array) != 1:
+                raise Opaque(node)
+            return Ptr("global", name, self.const(0), p.base_type)
+        arr = self._shared_array(name, None)
+        if arr is not None:
+            return self._array_ptr(arr)
+        raise Opaque(node)
+
+    def _shared_array(self, name: str, decl_node: Node | None) -> "ArrayDecl | None":
+        for a in self.ctx.model.shared_arrays:
+            if a.name != name:
+                continue
+            if decl_node is not None and a.node.id != decl_node.id:
+                continue
+            if decl_node is None and a.function is not None and a.function is not self.fn:
+                continue
+            return a
+        return None
+
+    def _array_ptr(self, arr: "ArrayDecl") -> Ptr:
+        if type_size(arr.elem_type, self.structs) is None:
+            raise Opaque(arr.node)
+        return Ptr("shared", arr.name, self.const(0), arr.elem_type, tuple(arr.dims), arr)
+
+    def lvalue(self, node: Node) -> tuple[Ptr, int]:
+        """Where an lvalue expression lives, and how many bytes it is."""
+        t = node.type
+        if t == "parenthesized_expression":
+            inner = [c for c in node.named_children if c.type != "comment"]
+            if len(inner) != 1:
+                raise Opaque(node)
+            return self.lvalue(inner[0])
+        if t == "subscript_expression":
+            p = self.pointer(node.child_by_field_name("argument"))
+            idx_list = node.child_by_field_name("indices")
+            idx_nodes = [c for c in idx_list.named_children if c.type != "comment"] \
+                if idx_list is not None else []
+            if len(idx_nodes) != 1:
+                raise Opaque(node)
+            idx = self.int_value(idx_nodes[0])
+            size = self._elem_size(p, node)
+            off = _plus_scaled(p.offset, idx, size)
+            q = Ptr(p.space, p.region, off, p.pointee, p.dims[1:] if p.dims else (), p.array)
+            return q, size
+        if t == "pointer_expression" and text(node.child_by_field_name("operator")) == "*":
+            p = self.pointer(node.child_by_field_name("argument"))
+            size = self._elem_size(p, node)
+            return Ptr(p.space, p.region, p.offset, p.pointee, p.dims[1:] if p.dims else (),
+                       p.array), size
+        if t == "field_expression" and text(node.child_by_field_name("operator")) == ".":
+            p, _ = self.lvalue(node.child_by_field_name("argument"))
+            if p.dims:
+                raise Opaque(node)
+            fname = text(node.child_by_field_name("field"))
+            pointee = " ".join(p.pointee.replace("const", " ").split())
+            st = self.structs.get(pointee)
+            if st is not None and fname in st.fields:
+                off, ftype = st.fields[fname]
+            elif pointee in _VECTOR_COMPONENT and fname in _VECTOR_FIELDS:
+                ftype = _VECTOR_COMPONENT[pointee]
+                off = _VECTOR_FIELDS[fname] * type_size(ftype)  # type: ignore[operator]
+            else:
+                raise Opaque(node)
+            fsize = type_size(ftype, self.structs)
+            if fsize is None:
+                raise Opaque(node)
+            return Ptr(p.space, p.region, tuple(map(off.__add__, p.offset)), ftype, (),
+                       p.array, fname if st is not None else None), fsize
+        raise Opaque(node)
+
+    # -- which lanes run an access ---------------------------------------------------------
+    def active(self, node: Node) -> tuple:
+        """Lanes that reach ``node``: conditions on the thread index alone are applied;
+        conditions on anything else (bounds checks, data) are assumed to hold."""
+        act = list(self.active0)
+        ifs, starts = self._ifs
+        lo, hi = node.start_byte, node.end_byte
+        # the if statements enclosing the node: those of the body whose range holds it
+        # (Node.parent costs the node's depth: walking up from each of 15,000 accesses
+        # nested in one fuzzed sum took minutes)
+        for cur in ifs[:bisect_right(starts, lo)]:
+            if cur.end_byte < hi or cur.id == node.id:
+                continue
+            cond = cur.child_by_field_name("condition")
+            mask = self._thread_condition(cond)
+            if mask is not None:
+                cons = cur.child_by_field_name("consequence")
+                taken = cons is not None and cons.start_byte <= lo < cons.end_byte
+                act = [a and (bool(m) == taken) for a, m in zip(act, mask)]
+        return tuple(act)
+
+    @cached_property
+    def _ifs(self) -> tuple[list[Node], list[int]]:
+        body = self.fn.body
+        found = [] if body is None else captures("(if_statement) @i", body).get("i", [])
+        found = [n for n in found if body is None or n.id != body.id]
+        return found, [n.start_byte for n in found]
+
+    def _thread_condition(self, cond: Node | None) -> tuple | None:
+        """The lanes an if condition holds for, or None (opaque, or decided by a uniform
+        unknown). Memoised per condition: the accesses of one branch share it. An
+        opaque condition leaves the thread axes it read before failing in used_tid."""
+        if cond is None:
+            return None
+        memo = self._conditions.get(cond.id)
+        if memo is not None:
+            mask, touched = memo
+            if touched:
+                self.used_tid |= touched
+            return mask
+        inner = cond
+        while inner.type in ("condition_clause", "parenthesized_expression") and \
+                inner.named_child_count == 1:
+            inner = inner.named_children[0]
+        saved = self.used_tid
+        self.used_tid = set()
+        try:
+            vec = self.int_value(inner)
+        except Opaque:
+            touched = frozenset(self.used_tid)
+            self.used_tid = saved | touched
+            self._conditions[cond.id] = (None, touched)
+            return None
+        except BaseException:
+            self.used_tid = saved | self.used_tid
+            raise
+        self.used_tid = saved
+        # depends on a uniform symbol (a bound such as n): assume it holds
+        mask = vec if _sample_invariant(vec) else None
+        self._conditions[cond.id] = (mask, frozenset())
+        return mask
+
+
+_SCOPES = ("compound_statement", "for_statement", "for_range_loop", "translation_unit")
+
+
+def _declared(decl: Node) -> list[tuple[str, Node, int, Node | None]]:
+    """(name, declarator, pointer depth, initializer) for each name ``decl`` declares."""
+    out = []
+    for d in decl.children_by_field_name("declarator"):
+        value = None
+        if d.type == "init_declarator":
+            value = d.child_by_field_name("value")
+            inner = d.child_by_field_name("declarator")
+        else:
+            inner = d
+        depth = 0
+        cur = inner
+        while cur is not None and cur.type in ("pointer_declarator", "reference_declarator",
+                                               "array_declarator"):
+            if cur.type == "pointer_declarator":
+                depth += 1
+            elif cur.type == "reference_declarator":
+                depth += 100                    # references: not followed
+            else:
+                depth += 200                    # arrays: not followed
+            cur = cur.child_by_field_name("declarator") or next(
+                (c for c in cur.named_children if c.type in (
+                    "identifier", "pointer_declarator", "array_declarator")), None)
+        if cur is not None and cur.type == "identifier":
+            out.append((text(cur), d, depth, value))
+    return out
+
+
+def _same_block(write: Node, decl: _Decl) -> bool:
+    """A plain assignment that runs unconditionally, right in the declaring block."""
+    cur = write.parent
+    while cur is not None and cur.type in ("expression_statement",):
+        cur = cur.parent
+    return cur is not None and cur.id == decl.scope.id
