@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cudalint.parse import parse
-from cudalint.sources.python_source import extract_python_units
+from cudalint.sources.python.extract import extract_python_units
 
 
 def only(src: str):

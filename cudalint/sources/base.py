@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cudalint.sources.python_source import EmbeddedKernel
+    from cudalint.sources.python.units import EmbeddedKernel
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 CUDA_SUFFIXES = frozenset({".cu", ".cuh"})

@@ -504,7 +504,7 @@ def check_result(result: FileResult, text: str | None, kind: str) -> None:
 
 
 def check_python_positions(text: str) -> None:
-    from cudalint.sources.python_source import extract_python_units
+    from cudalint.sources.python.extract import extract_python_units
     ex = extract_python_units(text, "fuzz.py")
     n = len(text)
     for off, _msg in ex.notes:

@@ -109,7 +109,7 @@ def kernel_of(sass_name: str, kernels: list[str]) -> str | None:
 def units_of(path: Path, text: str) -> list[str]:
     if path.suffix == ".cu":
         return [text]
-    from cudalint.sources.python_source import extract_python_units
+    from cudalint.sources.python.extract import extract_python_units
     return [k.text for k in extract_python_units(text, str(path)).kernels]
 
 
@@ -184,7 +184,7 @@ def _unit_line_offsets(path: Path, text: str) -> list[int]:
     """For Python files: the file line (minus one) where each kernel string starts."""
     if path.suffix == ".cu":
         return [0]
-    from cudalint.sources.python_source import extract_python_units
+    from cudalint.sources.python.extract import extract_python_units
     out = []
     for k in extract_python_units(text, str(path)).kernels:
         first = next((m for m in k.char_map if m >= 0), 0)

@@ -1,0 +1,518 @@
+"""The value of a string expression in a Python file, with its map back to the file.
+
+The code argument of a compile call may be a literal (any prefix, implicit
+concatenation, escapes), a name bound to one in the function or module, ``+`` / ``+=``
+concatenation, ``textwrap.dedent``, ``.strip()``, or a ``.format()`` / ``%`` / f-string
+template. A placeholder whose value is an int or str constant bound in the module is
+substituted; any other placeholder becomes an opaque identifier
+(``__cudalint_opaque_N__``): a value is never guessed. Names are looked up in the
+bindings of their :class:`Scope` (module, class or function body) as seen at the line
+that reads them.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from cudalint.sources.python.mapping import MStr, Scanner, format_field_end
+
+_DEDENT = {"textwrap.dedent"}
+
+MAX_DEPTH = 24          # name/expression resolution depth
+
+
+class _Opaque:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def token(self) -> MStr:
+        tok = f"__cudalint_opaque_{self.n}__"
+        self.n += 1
+        return MStr.synthetic(tok)
+
+
+# ---------------------------------------------------------------------------------------
+# scopes and bindings
+
+
+@dataclass
+class _Binding:
+    line: int
+    value: ast.expr
+    aug: bool
+    direct: bool             # a statement of the scope's own body (not under if/for/try)
+
+
+class Scope:
+    """A module, class or function body; its bindings are collected on first use."""
+
+    def __init__(self, node: ast.AST, parent: "Scope | None"):
+        self.node = node
+        self.parent = parent
+        self._bindings: dict[str, list[_Binding]] | None = None
+        self._params: set[str] = set()
+
+    @property
+    def params(self) -> set[str]:
+        self.bindings        # noqa: B018 (collects)
+        return self._params
+
+    @property
+    def bindings(self) -> dict[str, list[_Binding]]:
+        if self._bindings is None:
+            self._bindings = {}
+            node = self.node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                a = node.args
+                for arg in a.posonlyargs + a.args + a.kwonlyargs:
+                    self._params.add(arg.arg)
+                if a.vararg:
+                    self._params.add(a.vararg.arg)
+                if a.kwarg:
+                    self._params.add(a.kwarg.arg)
+                body = node.body if isinstance(node.body, list) else []
+            else:
+                body = getattr(node, "body", [])
+            self._collect(body, direct=True)
+        return self._bindings
+
+    def _collect(self, stmts, direct: bool) -> None:
+        for st in stmts:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self._bind(st.name, st.lineno, None, direct)   # shadows any string
+                continue
+            if isinstance(st, ast.Assign):
+                for t in st.targets:
+                    if isinstance(t, ast.Name):
+                        self._bind(t.id, st.lineno, st.value, direct)
+                    else:
+                        for n in ast.walk(t):
+                            if isinstance(n, ast.Name):
+                                self._bind(n.id, st.lineno, None, direct)
+            elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+                if st.value is not None:
+                    self._bind(st.target.id, st.lineno, st.value, direct)
+            elif isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
+                if isinstance(st.op, ast.Add):
+                    self._bindings.setdefault(st.target.id, []).append(
+                        _Binding(st.lineno, st.value, True, direct))
+                else:
+                    self._bind(st.target.id, st.lineno, None, direct)
+            elif isinstance(st, (ast.For, ast.AsyncFor)):
+                for n in ast.walk(st.target):
+                    if isinstance(n, ast.Name):
+                        self._bind(n.id, st.lineno, None, False)
+            elif isinstance(st, (ast.Import, ast.ImportFrom)):
+                for alias in st.names:
+                    self._bind((alias.asname or alias.name).split(".")[0], st.lineno, None,
+                               direct)
+            for name in ("body", "orelse", "finalbody"):
+                sub = getattr(st, name, None)
+                if isinstance(sub, list) and not isinstance(
+                        st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    self._collect(sub, direct=False)
+            for h in getattr(st, "handlers", []) or []:
+                self._collect(h.body, direct=False)
+            if isinstance(st, ast.With) or isinstance(st, ast.AsyncWith):
+                for item in st.items:
+                    if item.optional_vars is not None:
+                        for n in ast.walk(item.optional_vars):
+                            if isinstance(n, ast.Name):
+                                self._bind(n.id, st.lineno, None, False)
+            if hasattr(ast, "Match") and isinstance(st, ast.Match):
+                for case in st.cases:
+                    self._collect(case.body, direct=False)
+
+    def _bind(self, name: str, line: int, value, direct: bool) -> None:
+        self._bindings.setdefault(name, []).append(_Binding(line, value, False, direct))
+
+
+# ---------------------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------------------
+# the extractor
+
+
+class Extractor:
+    def __init__(self, text: str):
+        self.text = text
+        self.scanner = Scanner(text)
+        self.opaque = _Opaque()
+        self.aliases: dict[str, str] = {}
+        # char offset of the start of each line as ast counts lines
+        starts = [0]
+        for m in re.finditer(r"\r\n|\r|\n", text):
+            starts.append(m.end())
+        self.line_starts = starts
+        self._ascii = text.isascii()
+
+    # -- positions ----------------------------------------------------------------------
+
+    def offset(self, line: int, col_bytes: int) -> int:
+        if line - 1 >= len(self.line_starts):
+            return len(self.text)
+        start = self.line_starts[line - 1]
+        if self._ascii:
+            return start + col_bytes
+        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
+        raw = self.text[start:end].encode("utf-8", "surrogatepass")
+        return start + len(raw[:col_bytes].decode("utf-8", "surrogatepass"))
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        s = self.offset(node.lineno, node.col_offset)          # type: ignore[attr-defined]
+        e = self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        return s, e
+
+    # -- names --------------------------------------------------------------------------
+
+    def qualname(self, expr: ast.expr) -> str | None:
+        if isinstance(expr, ast.Name):
+            return self.aliases.get(expr.id)
+        if isinstance(expr, ast.Attribute):
+            base = self.qualname(expr.value)
+            return f"{base}.{expr.attr}" if base else None
+        return None
+
+    # -- values -------------------------------------------------------------------------
+
+    def lookup(self, name: str, scope: Scope | None, line: int, depth: int):
+        """(scope, bindings) of a name as seen at `line`, or None when not one value.
+
+        In the innermost scope only bindings above `line` count; in enclosing scopes
+        (a function reading a module constant) every binding counts, and there must be
+        one plain assignment (plus any later ``+=``) to follow.
+        """
+        first = True
+        while scope is not None:
+            if not first and isinstance(scope.node, ast.ClassDef):
+                scope = scope.parent            # class bodies do not enclose methods
+                continue
+            if name in scope.params:
+                return None
+            binds = scope.bindings.get(name)
+            if binds:
+                cands = [b for b in binds if b.line < line] if first else binds
+                if not cands:
+                    return None
+                if len(cands) > 1 and not all(b.direct for b in cands):
+                    return None
+                last_plain = max((k for k, b in enumerate(cands) if not b.aug), default=-1)
+                if last_plain < 0 or cands[last_plain].value is None:
+                    return None
+                return scope, cands[last_plain:]
+            scope = scope.parent
+            first = False
+        return None
+
+    def string(self, expr: ast.expr, scope: Scope | None, depth: int = 0) -> MStr | None:
+        """The mapped value of a string expression, or None when it is not known."""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Constant):
+            if isinstance(expr.value, str):
+                return self.literal(expr)
+            return None
+        if isinstance(expr, ast.JoinedStr):
+            return self.fstring(expr, scope, depth)
+        if isinstance(expr, ast.Name):
+            found = self.lookup(expr.id, scope, expr.lineno, depth)
+            if found is None:
+                return None
+            owner, binds = found
+            val = None
+            for b in binds:
+                part = self.string(b.value, owner, depth + 1)
+                if part is None:
+                    return None
+                val = part if val is None else val + part
+            return val
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            left = self.string(expr.left, scope, depth + 1)
+            right = self.string(expr.right, scope, depth + 1) if left is not None else None
+            return left + right if left is not None and right is not None else None
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod):
+            template = self.string(expr.left, scope, depth + 1)
+            if template is None:
+                return None
+            return self.percent(template, expr.right, scope, depth)
+        if isinstance(expr, ast.Call):
+            fn = expr.func
+            if self.qualname(fn) in _DEDENT and len(expr.args) == 1 and not expr.keywords:
+                inner = self.string(expr.args[0], scope, depth + 1)
+                return dedent(inner) if inner is not None else None
+            if isinstance(fn, ast.Attribute):
+                if fn.attr in ("strip", "lstrip", "rstrip") and not expr.args \
+                        and not expr.keywords:
+                    inner = self.string(fn.value, scope, depth + 1)
+                    return strip(inner, fn.attr) if inner is not None else None
+                if fn.attr == "format":
+                    template = self.string(fn.value, scope, depth + 1)
+                    if template is None:
+                        return None
+                    return self.format(template, expr, scope, depth)
+                if fn.attr == "join" and len(expr.args) == 1 and not expr.keywords:
+                    sep = self.string(fn.value, scope, depth + 1)
+                    seq = expr.args[0]
+                    if sep is None or not isinstance(seq, (ast.List, ast.Tuple)):
+                        return None
+                    out: MStr | None = None
+                    for k, item in enumerate(seq.elts):
+                        part = self.string(item, scope, depth + 1)
+                        if part is None:
+                            return None
+                        out = part if out is None else out + sep + part
+                    return out if out is not None else MStr()
+        return None
+
+    def const(self, expr: ast.expr, scope: Scope | None, depth: int = 0):
+        """An int/float/str constant value, or None (never a guess)."""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float, str)) \
+                and not isinstance(expr.value, bool):
+            return expr.value
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+            v = self.const(expr.operand, scope, depth + 1)
+            return -v if isinstance(v, (int, float)) else None
+        if isinstance(expr, ast.Name):
+            found = self.lookup(expr.id, scope, expr.lineno, depth)
+            if found is None:
+                return None
+            owner, binds = found
+            if len(binds) != 1:
+                return None
+            return self.const(binds[0].value, owner, depth + 1)
+        if isinstance(expr, ast.BinOp):
+            a = self.const(expr.left, scope, depth + 1)
+            b = self.const(expr.right, scope, depth + 1)
+            if a is None or b is None:
+                return None
+            return _arith(expr.op, a, b)
+        return None
+
+    def placeholder(self, value_expr: ast.expr | None, scope, depth: int,
+                    spec: str = "", conversion: str = "") -> MStr:
+        value = self.const(value_expr, scope, depth + 1) if value_expr is not None else None
+        if value is None:
+            return self.opaque.token()
+        try:
+            if conversion == "r":
+                value = repr(value)
+            elif conversion in ("s", "a"):
+                value = str(value) if conversion == "s" else ascii(value)
+            return MStr.synthetic(format(value, spec))
+        except (ValueError, TypeError):
+            return self.opaque.token()
+
+    # -- literal forms ------------------------------------------------------------------
+
+    def literal(self, node: ast.Constant) -> MStr | None:
+        s, e = self.span(node)
+        try:
+            out = MStr()
+            for prefix, quote, a, b, ls, le in self.scanner.literals(s, e):
+                if "b" in prefix or "f" in prefix:
+                    return None
+                out = out + self.scanner.decode(prefix, quote, a, b, (ls, le))
+        except (ValueError, IndexError, KeyError, AssertionError):
+            out = None
+        if out is None or out.text != node.value:
+            # the scanner disagrees with Python: keep the value, map it to nothing
+            return MStr.synthetic(node.value)
+        return out
+
+    def fstring(self, node: ast.JoinedStr, scope, depth: int) -> MStr | None:
+        fields = [self._fvalue(v, scope, depth) for v in node.values
+                  if isinstance(v, ast.FormattedValue)]
+        s, e = self.span(node)
+        try:
+            out = MStr()
+            for prefix, quote, a, b, ls, le in self.scanner.literals(s, e):
+                if "b" in prefix:
+                    return None
+                out = out + self.scanner.decode(prefix, quote, a, b, (ls, le), fields)
+        except (ValueError, IndexError, KeyError, AssertionError):
+            return None
+        if fields:
+            return None          # the scanner and ast disagree on the fields
+        return out
+
+    def _fvalue(self, v: ast.FormattedValue, scope, depth: int) -> MStr:
+        spec = ""
+        if v.format_spec is not None:
+            parts = []
+            for p in getattr(v.format_spec, "values", []):
+                if isinstance(p, ast.Constant) and isinstance(p.value, str):
+                    parts.append(p.value)
+                else:
+                    return self.opaque.token()
+            spec = "".join(parts)
+        conv = chr(v.conversion) if v.conversion and v.conversion > 0 else ""
+        return self.placeholder(v.value, scope, depth, spec, conv)
+
+    def format(self, template: MStr, call: ast.Call, scope, depth: int) -> MStr | None:
+        if any(isinstance(a, ast.Starred) for a in call.args) or \
+                any(k.arg is None for k in call.keywords):
+            values_known = False
+        else:
+            values_known = True
+        kwargs = {k.arg: k.value for k in call.keywords if k.arg}
+        t = template.text
+        out = MStr()
+        auto = 0
+        i = 0
+        lit_start = 0
+        while i < len(t):
+            c = t[i]
+            if c in "{}" and i + 1 < len(t) and t[i + 1] == c:
+                out = out + template.slice(lit_start, i + 1)
+                i += 2
+                lit_start = i
+                continue
+            if c == "}":
+                return None                        # str.format would raise
+            if c != "{":
+                i += 1
+                continue
+            j = format_field_end(t, i)
+            if j < 0:
+                return None
+            out = out + template.slice(lit_start, i)
+            body = t[i + 1:j - 1]
+            m = re.match(r"([^!:.\[]*)([.\[][^!:]*)?(?:!([rsa]))?(?::(.*))?$", body, re.S)
+            if m is None:
+                return None
+            name, rest, conv, spec = m.group(1), m.group(2), m.group(3) or "", m.group(4) or ""
+            if "{" in spec:
+                value_expr = None
+            elif name == "":
+                value_expr = call.args[auto] if auto < len(call.args) else None
+                auto += 1
+            elif name.isdigit():
+                k = int(name)
+                value_expr = call.args[k] if k < len(call.args) else None
+            else:
+                value_expr = kwargs.get(name)
+            if rest or not values_known:
+                value_expr = None
+            out = out + self.placeholder(value_expr, scope, depth, spec, conv)
+            i = j
+            lit_start = i
+        return out + template.slice(lit_start, len(t))
+
+    _PCT = re.compile(r"%(?:\((\w+)\))?([#0\- +]*)(\d+)?(?:\.(\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
+
+    def percent(self, template: MStr, right: ast.expr, scope, depth: int) -> MStr | None:
+        t = template.text
+        if isinstance(right, ast.Tuple):
+            seq: list[ast.expr] | None = list(right.elts)
+            mapping = None
+        elif isinstance(right, ast.Dict):
+            seq = None
+            mapping = {k.value: v for k, v in zip(right.keys, right.values)
+                       if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        else:
+            seq, mapping = [right], None
+        out = MStr()
+        pos = 0
+        k = 0
+        for m in self._PCT.finditer(t):
+            out = out + template.slice(pos, m.start())
+            pos = m.end()
+            if m.group(5) == "%":
+                out = out + template.slice(m.start(), m.start() + 1)
+                continue
+            key = m.group(1)
+            if key is not None:
+                expr = mapping.get(key) if mapping is not None else None
+            else:
+                expr = seq[k] if seq is not None and k < len(seq) else None
+                k += 1
+            value = self.const(expr, scope, depth + 1) if expr is not None else None
+            if value is None:
+                out = out + self.opaque.token()
+                continue
+            spec = "%" + m.group(2) + (m.group(3) or "") + \
+                (("." + m.group(4)) if m.group(4) else "") + m.group(5)
+            try:
+                out = out + MStr.synthetic(spec % (value,))
+            except (TypeError, ValueError, OverflowError):
+                out = out + self.opaque.token()
+        return out + template.slice(pos, len(t))
+
+
+def _arith(op: ast.operator, a, b):
+    try:
+        if isinstance(a, str) or isinstance(b, str):
+            return a + b if isinstance(op, ast.Add) and isinstance(a, str) \
+                and isinstance(b, str) else None
+        if isinstance(op, ast.Add):
+            return a + b
+        if isinstance(op, ast.Sub):
+            return a - b
+        if isinstance(op, ast.Mult):
+            v = a * b
+            return v if abs(v) < 1 << 64 else None
+        if isinstance(op, ast.FloorDiv):
+            return a // b
+        if isinstance(op, ast.Mod):
+            return a % b
+        if isinstance(op, ast.LShift) and isinstance(a, int) and isinstance(b, int) \
+                and 0 <= b < 64:
+            return a << b
+        if isinstance(op, ast.RShift) and isinstance(a, int) and isinstance(b, int) \
+                and b >= 0:
+            return a >> b
+    except (ZeroDivisionError, TypeError, OverflowError):
+        return None
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# string operations that keep the map
+
+
+def dedent(s: MStr) -> MStr:
+    """``textwrap.dedent`` on a mapped string (same algorithm, same result)."""
+    text = s.text
+    # whitespace-only lines become empty (textwrap's _whitespace_only_re)
+    keep = [True] * len(text)
+    for m in re.finditer(r"^[ \t]+$", text, re.MULTILINE):
+        for k in range(m.start(), m.end()):
+            keep[k] = False
+    text2 = "".join(c for c, k in zip(text, keep) if k)
+    idx = [i for i, k in enumerate(keep) if k]
+    margin = None
+    for m in re.finditer(r"(^[ \t]*)(?:[^ \t\n])", text2, re.MULTILINE):
+        indent = m.group(1)
+        if margin is None:
+            margin = indent
+        elif indent.startswith(margin):
+            pass
+        elif margin.startswith(indent):
+            margin = indent
+        else:
+            for x, (a, b) in enumerate(zip(margin, indent)):
+                if a != b:
+                    margin = margin[:x]
+                    break
+    if margin:
+        for m in re.finditer(r"(?m)^" + re.escape(margin), text2):
+            for k in range(m.start(), m.end()):
+                keep[idx[k]] = False
+    chosen = [i for i, k in enumerate(keep) if k]
+    return MStr("".join(text[i] for i in chosen), [s.map[i] for i in chosen],
+                bytearray(s.verb[i] for i in chosen), s.pieces)
+
+
+def strip(s: MStr, how: str) -> MStr:
+    text = s.text
+    a, b = 0, len(text)
+    if how in ("strip", "lstrip"):
+        a = len(text) - len(text.lstrip())
+    if how in ("strip", "rstrip"):
+        b = len(text.rstrip())
+    b = max(a, b)
+    return s.slice(a, b)

@@ -1,0 +1,113 @@
+"""The kernels found in one Python file, as the engine and the rules see them.
+
+An :class:`EmbeddedKernel` is the CUDA text one compile call receives, with the file
+offset of each of its characters (``char_map``; -1 for wrapper code and substituted
+values), the call's span, kernel name and compiler options (:class:`PyOption`, each
+with its span in the file) and the calls that launch it (:class:`PyLaunch`).
+:meth:`EmbeddedKernel.map_edit` turns an edit of the CUDA text into one of the file.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from cudalint.sources.python.mapping import fits_literal
+
+
+class PyOption(str):
+    """One compiler option as written in the Python call, with its file span."""
+
+    start: int
+    end: int
+
+    def __new__(cls, value: str, start: int = -1, end: int = -1) -> "PyOption":
+        obj = super().__new__(cls, value)
+        obj.start, obj.end = start, end
+        return obj
+
+
+@dataclass
+class PyLaunch:
+    """A Python call that launches an embedded kernel (CuPy or PyCUDA style)."""
+
+    kernel: str | None                      # kernel function name, None: the unit's only one
+    block: tuple[int, ...] | None
+    grid: tuple[int, ...] | None
+    shared_mem: int | None
+    start: int
+    end: int
+
+
+@dataclass
+class EmbeddedKernel:
+    api: str                                # e.g. "cupy.RawKernel"
+    text: str                               # the CUDA text the parser sees
+    char_map: list[int]                     # file char offset per text char, -1 synthetic
+    verbatim: bytearray                     # 1 where the file holds exactly this char
+    call_start: int                         # file span of the API call
+    call_end: int
+    name: str | None = None                 # kernel / module name argument
+    options: list[PyOption] = field(default_factory=list)
+    options_opaque: bool = False            # options given but not statically known
+    launches: list[PyLaunch] = field(default_factory=list)
+    no_extern_c: bool = False
+    pieces: list[tuple[int, int, bool, str]] = field(default_factory=list)
+    # (file start, file end, raw, quote) of each string literal the text came from
+
+    def map_offset(self, i: int) -> int:
+        if 0 <= i < len(self.char_map):
+            return self.char_map[i]
+        return -1
+
+    def map_edit(self, start: int, end: int, replacement: str
+                 ) -> tuple[int, int, str] | None:
+        """Translate an edit of ``text[start:end]`` into one of the file, or None.
+
+        Only characters written verbatim, contiguous in the file, can be replaced, and
+        only by text that needs no escaping in the literal that holds them.
+        """
+        n = len(self.char_map)
+        if not (0 <= start <= end <= n):
+            return None
+        if start == end:
+            if start < n and self.char_map[start] >= 0 and (
+                    self.verbatim[start] or self._escape_start(start)):
+                fs = self.char_map[start]
+            elif start > 0 and self.char_map[start - 1] >= 0 and self.verbatim[start - 1]:
+                fs = self.char_map[start - 1] + 1
+            else:
+                return None
+            fe = fs
+        else:
+            for i in range(start, end):
+                if self.char_map[i] < 0 or not self.verbatim[i]:
+                    return None
+                if i > start and self.char_map[i] != self.char_map[i - 1] + 1:
+                    return None
+            fs, fe = self.char_map[start], self.char_map[end - 1] + 1
+        piece = self._piece_at(fs if start == end or fs == fe else fs)
+        if piece is None:
+            return None
+        if start != end and (self._piece_at(fe - 1) is not piece):
+            return None
+        _, _, raw, quote = piece
+        if not fits_literal(replacement, raw, quote):
+            return None
+        return fs, fe, replacement
+
+    def _escape_start(self, i: int) -> bool:
+        # an escaped char maps to its backslash: inserting before it is still safe
+        return self.char_map[i] >= 0
+
+    def _piece_at(self, offset: int):
+        starts = [p[0] for p in self.pieces]
+        k = bisect.bisect_right(starts, offset) - 1
+        if k >= 0 and self.pieces[k][0] <= offset < self.pieces[k][1]:
+            return self.pieces[k]
+        return None
+
+
+@dataclass
+class PythonExtraction:
+    kernels: list[EmbeddedKernel] = field(default_factory=list)
+    notes: list[tuple[int, str]] = field(default_factory=list)   # (file offset, message)
