@@ -22,7 +22,7 @@ import argparse
 import time
 from pathlib import Path
 
-from cudalint.analysis.fp import fptypes
+from cudalint.analysis.fp import clang_session, fptypes
 from cudalint.config import Settings
 from cudalint.context import UnitContext
 from cudalint.model.kernels import Model
@@ -58,9 +58,9 @@ def main() -> None:
     lines = sum(u.text.count("\n") + 1 for u in data)
     for u in data:
         u.data  # noqa: B018  (encode once, outside the timings)
-    fptypes.libclang_available()            # load the library and the shim PCH once
-    fptypes._parse_setup()
-    fptypes._shim_decls()
+    clang_session.libclang_available()      # load the library and the shim PCH once
+    clang_session._parse_setup()
+    clang_session._shim_decls()
 
     def cpu(fn) -> float:
         best = None

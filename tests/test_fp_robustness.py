@@ -2,9 +2,9 @@
 left to silence with a note, and ordinary nesting of '<' is still analysed."""
 import pytest
 
-from cudalint.analysis.fp import fptypes
+from cudalint.analysis.fp import clang_session, fptypes
 
-pytestmark = pytest.mark.skipif(not fptypes.libclang_available(), reason="no libclang")
+pytestmark = pytest.mark.skipif(not clang_session.libclang_available(), reason="no libclang")
 
 
 def _unit(chain: str) -> bytes:

@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools" / "gputruth"))
 import fp_sass  # noqa: E402
 
-from cudalint.project.buildflags import cmake_builds, python_builds, toml_builds  # noqa: E402
+from cudalint.project.build_cmake import cmake_builds  # noqa: E402
+from cudalint.project.build_python import python_builds  # noqa: E402
+from cudalint.project.build_toml import toml_builds  # noqa: E402
 from cudalint.project.nvcc_flags import interpret  # noqa: E402
 
 

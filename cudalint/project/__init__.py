@@ -6,9 +6,13 @@ run (memoised by file signature) and hands them to the model and the analyses:
 
 - ``includes``: the project headers a file includes (quoted includes, relative to the
   includer), the integer constants they define, and the digest the result cache keys on.
-- ``buildflags``: the nvcc flags that setup.py, torch ``load``/``load_inline``, CuPy,
-  PyCUDA, CMakeLists.txt and pyproject.toml set, the build files that apply to a source
-  file, and their digest. Read by CL401/CL402/CL404 and the ptxas runner.
+- ``build``: one compilation description (its flags with their offsets, its sources).
+- ``build_python``, ``build_cmake``, ``build_toml``: the readers of setup.py, torch
+  ``load``/``load_inline``, CuPy and PyCUDA calls; of CMakeLists.txt; of pyproject.toml.
+  Read by CL401.
+- ``buildflags``: the build files that apply to a source file, the nvcc settings of a
+  unit, and the build files' digest. Read by CL402/CL404 and the runner (the digest keys
+  the result cache); CL401 takes its pre-check words from it.
 - ``nvcc_flags``: what a list of nvcc words means for floating point (-ftz, -prec-div,
   -prec-sqrt, --use_fast_math, --fmad) and for ptxas.
 

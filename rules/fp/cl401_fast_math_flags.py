@@ -1,5 +1,7 @@
-from cudalint.project.buildflags import (FAST_MATH_WORDS, cmake_builds, python_builds,
-                                          toml_builds)
+from cudalint.project.build_cmake import cmake_builds
+from cudalint.project.build_python import python_builds
+from cudalint.project.build_toml import toml_builds
+from cudalint.project.buildflags import FAST_MATH_WORDS
 from cudalint.project.nvcc_flags import EFFECTS, reported_options
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule

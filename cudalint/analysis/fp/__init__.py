@@ -2,8 +2,13 @@
 nvcc may contract to an FMA whose rounding a careful algorithm depends on.
 
 - ``fpfilter``: a byte-level prefilter that decides which functions need libclang at all.
-- ``fptypes``: libclang over a CUDA shim gives the types (FP64 promotions, contractions).
+- ``contraction_shapes``: the `-` signs the prefilter keeps as CL402 candidates (a
+  difference of products with its sign tested, an error term), from the tree-sitter tree.
+- ``clang_session``: the libclang session -- CUDA shim, index, parse of one unit, and the
+  guards (stack size, `<` chains) that keep a parse from crashing or running away.
+- ``fptypes``: the walk of libclang's tree gives the types (FP64 promotions, contractions).
 - ``fptypes_ts``: the tree-sitter fallback when libclang is missing or refuses the unit.
+- ``facts``: what the analysis reports, whichever engine computed it.
 
 Read by CL402 (contraction) and CL403 (FP64 promotion).
 """

@@ -1,0 +1,262 @@
+"""The libclang session of the FP analysis: the CUDA shim, the index, the parse of one unit,
+and the guards that keep a parse from crashing or running away.
+
+The unit is parsed as CUDA device code (``-x cuda --cuda-device-only -nocudainc
+-nocudalib``) with a small shim of CUDA keywords, built-in variables and math-function
+overloads in place of the toolkit's headers, so no CUDA installation is needed. The shim
+is precompiled once per process (a PCH) where libclang allows it. Parses run on a thread
+whose stack is sized by the source (:func:`_stack_for`, :func:`_on_big_stack`): clang's
+parser recurses once per nesting level. :mod:`fptypes` walks the translation units this
+module produces; nothing here knows what the rules look for.
+"""
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+
+_DOUBLE_MATH = ("pow", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p",
+                "sqrt", "cbrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+                "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "lgamma",
+                "tgamma", "hypot", "fmod", "remainder", "fabs", "floor", "ceil", "round",
+                "trunc", "rint", "fmin", "fmax", "fma", "copysign", "sinpi", "cospi", "erfinv",
+                "erfcinv", "normcdf", "normcdfinv", "rcbrt", "exp10", "ldexp", "frexp",
+                "modf", "nearbyint", "fdim")
+_TWO_ARG = {"pow", "atan2", "hypot", "fmod", "remainder", "fmin", "fmax", "copysign", "fdim"}
+_THREE_ARG = {"fma"}
+
+
+def _shim() -> str:
+    lines = [
+        "#define __global__ __attribute__((global))",
+        "#define __device__ __attribute__((device))",
+        "#define __host__ __attribute__((host))",
+        "#define __shared__ __attribute__((shared))",
+        "#define __constant__ __attribute__((constant))",
+        "#define __managed__ __attribute__((managed))",
+        "#define __forceinline__ __inline__ __attribute__((always_inline))",
+        "#define __noinline__ __attribute__((noinline))",
+        "#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))",
+        "#define __restrict__ __restrict",
+        "#define __CUDACC__ 1",
+        "#define __CUDA_ARCH__ 900",
+        "#define M_PI 3.14159265358979323846",
+        "#define M_E 2.7182818284590452354",
+        "#define M_SQRT2 1.41421356237309504880",
+        "#define M_LN2 0.69314718055994530942",
+        "#define M_PI_2 1.57079632679489661923",
+        "#define INFINITY __builtin_inff()",
+        "#define NAN __builtin_nanf(\"\")",
+        "#define FLT_MAX 3.402823466e+38F",
+        "#define FLT_EPSILON 1.192092896e-07F",
+        "#define FLT_MIN 1.175494351e-38F",
+        "typedef __SIZE_TYPE__ size_t;",
+        "struct uint3 { unsigned x, y, z; };",
+        "struct dim3 { unsigned x, y, z; __host__ __device__ dim3(unsigned a = 1, "
+        "unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {} };",
+        "extern const __device__ uint3 threadIdx; extern const __device__ uint3 blockIdx;",
+        "extern const __device__ dim3 blockDim; extern const __device__ dim3 gridDim;",
+        "extern const __device__ int warpSize;",
+        "struct float2 { float x, y; }; struct float3 { float x, y, z; };",
+        "struct float4 { float x, y, z, w; }; struct double2 { double x, y; };",
+        "struct int2 { int x, y; }; struct int4 { int x, y, z, w; };",
+        "typedef struct CUstream_st* cudaStream_t;",
+        "extern \"C\" int cudaConfigureCall(dim3, dim3, size_t = 0, cudaStream_t = 0);",
+        "extern \"C\" unsigned __cudaPushCallConfiguration(dim3, dim3, size_t = 0, "
+        "void* = 0);",
+        "__device__ void __syncthreads(); __device__ void __syncwarp(unsigned = 0xffffffff);",
+        "__device__ void __threadfence();",
+        "template <class T> __device__ T __shfl_sync(unsigned, T, int, int = 32);",
+        "template <class T> __device__ T __shfl_down_sync(unsigned, T, unsigned, int = 32);",
+        "template <class T> __device__ T __shfl_up_sync(unsigned, T, unsigned, int = 32);",
+        "template <class T> __device__ T __shfl_xor_sync(unsigned, T, int, int = 32);",
+        "template <class T> __device__ T atomicAdd(T*, T);",
+        "template <class T> __device__ T __ldg(const T*);",
+        "template <class T> __host__ __device__ T min(T, T);",
+        "template <class T> __host__ __device__ T max(T, T);",
+    ]
+    for name in _DOUBLE_MATH:
+        if name in _THREE_ARG:
+            lines.append(f"__device__ double {name}(double, double, double);")
+            lines.append(f"__device__ float {name}(float, float, float);")
+            lines.append(f"__device__ float {name}f(float, float, float);")
+        elif name in _TWO_ARG:
+            lines.append(f"__device__ double {name}(double, double);")
+            lines.append(f"__device__ float {name}(float, float);")
+            lines.append(f"__device__ float {name}f(float, float);")
+            # mixed arguments promote to double (std::pow(float, double) is double)
+            lines.append(f"template <class A, class B> __device__ double {name}(A, B);")
+        else:
+            lines.append(f"__device__ double {name}(double);")
+            lines.append(f"__device__ float {name}(float);")
+            lines.append(f"__device__ float {name}f(float);")
+    # pow(float, int) is the double template in CUDA 13 (measured: DFMA/DMUL in SASS)
+    lines.append("__device__ float powf(float, float);")
+    for name in ("__expf", "__logf", "__sinf", "__cosf", "__tanf", "__log2f", "__log10f",
+                 "__exp10f", "__saturatef", "__frsqrt_rn", "__fsqrt_rn"):
+        lines.append(f"__device__ float {name}(float);")
+    for name in ("__powf", "__fdividef", "__fmul_rn", "__fadd_rn", "__fsub_rn", "__fdiv_rn",
+                 "__fmul_rz", "__fadd_rz"):
+        lines.append(f"__device__ float {name}(float, float);")
+    for name in ("__dmul_rn", "__dadd_rn", "__dsub_rn"):
+        lines.append(f"__device__ double {name}(double, double);")
+    lines.append("__device__ float __fmaf_rn(float, float, float);")
+    return "\n".join(lines) + "\n"
+
+
+SHIM = _shim()
+SHIM_NAME = "/__cudalint_shim.cuh"
+_CLANG_ARGS = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib",
+               "--cuda-gpu-arch=sm_70", "-std=c++17", "-Wno-unknown-cuda-version",
+               "-include", SHIM_NAME, "-ferror-limit=0"]
+
+
+@lru_cache(maxsize=1)
+def _index():
+    try:
+        import clang.cindex as ci
+
+        class _Index(ci.Index):
+            def __del__(self):          # at interpreter exit the library may be gone
+                try:
+                    super().__del__()
+                except Exception:
+                    pass
+
+        # parse in the calling thread (see _on_big_stack), not on libclang's own thread
+        # with its fixed 8 MB stack, which deep expressions overflow (a segfault)
+        os.environ.setdefault("LIBCLANG_NOTHREADS", "1")
+        idx = _Index(ci.conf.lib.clang_createIndex(0, 0))
+        # a smoke parse: the shared library must load
+        idx.parse("t.cu", args=_CLANG_ARGS, unsaved_files=[("t.cu", b""), (SHIM_NAME, SHIM)])
+        return ci, idx
+    except Exception:           # missing wheel, missing shared library, ABI mismatch
+        return None
+
+
+@lru_cache(maxsize=1)
+def _parse_setup() -> tuple[list[str], list[tuple[str, bytes]]]:
+    """clang arguments and unsaved files for a unit: the shim precompiled once per
+    process into a temporary PCH (a parse then costs ~1.7 ms instead of ~4.2 ms), or, if
+    that fails, the shim text included in every parse."""
+    fallback = (_CLANG_ARGS, [(SHIM_NAME, SHIM)])
+    got = _index()
+    if got is None:
+        return fallback
+    ci, idx = got
+    i = _CLANG_ARGS.index("-include")
+    base = _CLANG_ARGS[:i] + _CLANG_ARGS[i + 2:]
+    try:
+        import atexit
+        import os
+        import shutil
+        import tempfile
+        folder = tempfile.mkdtemp(prefix="cudalint-shim-")
+        atexit.register(shutil.rmtree, folder, True)
+        header = os.path.join(folder, "shim.cuh")
+        with open(header, "w", encoding="utf-8") as f:
+            f.write(SHIM)
+        tu = idx.parse(header, args=base + ["-Xclang", "-emit-pch"],
+                       options=ci.TranslationUnit.PARSE_INCOMPLETE)
+        pch = os.path.join(folder, "shim.pch")
+        tu.save(pch)
+        args = base + ["-include-pch", pch]
+        # the PCH must give the shim's names: a float times a double literal is DMUL
+        probe = idx.parse("unit.cu", args=args, options=0, unsaved_files=[
+            ("unit.cu", b"__device__ float f(float x) { return sqrtf(x) * M_PI; }")])
+        if any(d.severity >= 3 for d in probe.diagnostics):
+            return fallback
+        return args, []
+    except Exception:                   # no writable temp dir, a PCH libclang refuses
+        return fallback
+
+
+def _parse(idx, src: bytes):
+    args, unsaved = _parse_setup()
+    return idx.parse("unit.cu", args=args, unsaved_files=[("unit.cu", src), *unsaved],
+                     options=0)
+
+
+@lru_cache(maxsize=1)
+def _shim_decls() -> int:
+    """How many top-level cursors the shim alone produces (they precede the unit's)."""
+    got = _index()
+    if got is None:
+        return 0
+    return sum(1 for _ in _parse(got[1], b"").cursor.get_children())
+
+
+def libclang_available() -> bool:
+    return _index() is not None
+
+
+# `a < a < a < ... < expr` with undeclared names: clang 18 tries each `a <` both as a
+# comparison and as the start of a template argument list, re-reading what follows each
+# time, so the parse costs about len(expr) * 2**k (fuzz: 21 of them before a 3000-term
+# sum, minutes). Real code has at most 4 in a row (`value_type_t<is_optional<...`, over
+# /tmp/real); 8 or more and the unit is left to silence.
+_ANGLE_CHAIN = re.compile(rb"(?:\b[A-Za-z_]\w*\s*<(?![<=])\s*){8}")
+
+
+# clang's parser recurses once per nesting level (`- - - x`, `(float)(float)x`, `a ? b :
+# c ? ...`), about 1.3 KB of stack per level (measured: 200,000 unary minuses need more
+# than 256 MB), and a level can take one source byte (`!!!!x`). libclang's own parse
+# thread has 8 MB: a fuzzed 22 KB line of `*/*/*` crashed the process. So libclang runs on
+# a thread whose stack is sized by the source, and a source too large for the cap is
+# parsed only when the tree-sitter tree is shallow enough.
+_STACK_MIN = 64 << 20
+_STACK_MAX = 1 << 30
+_STACK_PER_BYTE = 4096
+_STACK_PER_LEVEL = 8192
+_NOT_BLANK = bytes(range(256)).translate(None, b" \t\r\n")
+
+
+def _stack_for(src: bytes, ctx) -> int | None:
+    """Stack bytes for parsing ``src``, or None when it cannot be made safe."""
+    need = (len(src) - len(src.translate(None, _NOT_BLANK))) * _STACK_PER_BYTE
+    if need <= _STACK_MAX:
+        return max(_STACK_MIN, need)
+    if ctx is None:
+        return None
+    # a large unit: bound the nesting by the depth of its tree-sitter tree
+    limit = _STACK_MAX // _STACK_PER_LEVEL
+    cursor = ctx.root.walk()
+    depth = best = 0
+    while True:
+        if cursor.goto_first_child():
+            depth += 1
+            if depth > best:
+                best = depth
+                if best > limit:
+                    return None
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return _STACK_MAX
+            depth -= 1
+
+
+def _on_big_stack(fn, size: int):
+    """``fn()`` on a fresh thread with a ``size``-byte stack (virtual memory: only what
+    is touched is used); its result or its exception."""
+    import threading
+    out: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as exc:    # noqa: BLE001 (re-raised in the caller)
+            out["error"] = exc
+    old = threading.stack_size()
+    try:
+        threading.stack_size(size)
+        thread = threading.Thread(target=target, name="cudalint-libclang", daemon=True)
+        thread.start()
+    except (ValueError, RuntimeError, MemoryError):
+        raise RuntimeError("no thread with a large enough stack for libclang") from None
+    finally:
+        threading.stack_size(old)
+    thread.join()
+    if "error" in out:
+        raise out["error"]              # type: ignore[misc]
+    return out["value"]
