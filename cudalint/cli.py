@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cudalint {__version__}")
             return 0
         if args.command == "server":
-            from cudalint.server import serve
+            from cudalint.server.app import serve
             serve()
             return 0
         import gc

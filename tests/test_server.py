@@ -14,7 +14,8 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from cudalint.server import LineIndex, minimal_edit, noqa_edit, parse_options
+from cudalint.server.options import parse_options
+from cudalint.server.positions import LineIndex, minimal_edit, noqa_edit
 
 SERVER = [sys.executable, "-m", "cudalint", "server"]
 

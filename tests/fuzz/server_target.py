@@ -75,7 +75,7 @@ def random_script(rng: random.Random) -> bytes:
 
 def check_options(raw) -> None:
     from cudalint.config import ConfigError
-    from cudalint.server import parse_options
+    from cudalint.server.options import parse_options
     try:
         parse_options(raw)
     except ConfigError:
@@ -118,7 +118,7 @@ def check_server_script(data: bytes) -> None:
 
 
 def check_minimal_edit(before: str, after: str) -> None:
-    from cudalint.server import minimal_edit
+    from cudalint.server.positions import minimal_edit
     e = minimal_edit(before, after)
     if not 0 <= e.start <= e.end <= len(before):
         fl._fail(f"minimal_edit span {e.start}..{e.end} outside 0..{len(before)}")
@@ -128,7 +128,8 @@ def check_minimal_edit(before: str, after: str) -> None:
 
 def check_buffer(text: str, kind: str, encoding: str) -> None:
     from lsprotocol import converters
-    from cudalint.server import LineIndex, _job_lint, noqa_edit, to_lsp
+    from cudalint.server.positions import LineIndex, noqa_edit, to_lsp
+    from cudalint.server.worker import _job_lint
 
     path = "/fuzz/buffer." + ("cu" if kind == "cuda" else "py")
     result = _job_lint(path, text, fl.ALL, kind)

@@ -1,0 +1,137 @@
+"""The language server's analysis worker: jobs (whole file, one edited kernel, fix all) run
+one at a time in a worker process with a time limit, so that a rule that loops forever or a
+crash that takes the process down becomes a CL000 diagnostic and a fresh worker while the
+server stays up. The jobs are module-level functions: the process pool pickles them by name."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import sys
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Callable
+
+from cudalint import rule_url
+from cudalint.config import Settings
+from cudalint.diagnostics import Diagnostic
+from cudalint.engine import FileResult
+
+log = logging.getLogger("cudalint.server")
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+# ---------------------------------------------------------------------------------------
+# The worker: one process (tree-sitter's parser and the rules' caches are per process).
+
+def _worker_init() -> None:
+    # stdout is the LSP channel of the parent: nothing in the worker may write there
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        pass
+    sys.stdout = sys.stderr
+    from cudalint.config import Settings as _S
+    from cudalint.engine import lint_text
+    lint_text("warm-up.cu", "__global__ void k(float* a) { a[threadIdx.x] = 0.0f; }\n",
+              _S(), "cuda")
+
+
+def _job_lint(path: str, text: str, settings: Settings, kind: str) -> FileResult:
+    from cudalint.engine import lint_text
+    return lint_text(path, text, settings, kind)
+
+
+def _job_slice(path: str, text: str, settings: Settings, kind: str, start: int, end: int):
+    from cudalint.incremental import lint_kernel_slice
+    return lint_kernel_slice(path, text, settings, kind, start, end)
+
+
+def _job_fix_all(path: str, text: str, settings: Settings, kind: str, unsafe: bool) -> str:
+    from cudalint.fixes import fix_text
+    return fix_text(path, text, settings, kind, unsafe)[0]
+
+
+class WorkerFailure(Exception):
+    """The analysis did not finish: it ran out of time or its process died."""
+
+
+class Worker:
+    """Runs analysis jobs one at a time in a worker process, with a time limit."""
+
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT_S, use_process: bool = True):
+        self.timeout = timeout
+        self.use_process = use_process
+        self._pool: Executor | None = None
+        self._lock: asyncio.Lock | None = None
+
+    def start(self) -> None:
+        if self._pool is not None:
+            return
+        if self.use_process:
+            try:
+                self._pool = ProcessPoolExecutor(
+                    1, mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_worker_init)
+                return
+            except Exception as exc:           # no processes here: analyse in a thread
+                log.warning("cudalint: no worker process (%s); analysing in a thread", exc)
+                self.use_process = False
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="cudalint-analysis")
+
+    def _discard(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            try:
+                proc.kill()
+            except Exception:
+                pass
+        try:
+            pool.shutdown(wait=False, cancel_futures=True)
+        except Exception:
+            pass
+
+    def stop(self) -> None:
+        self._discard()
+
+    async def call(self, fn: Callable, *args, wanted: Callable[[], bool] | None = None):
+        """fn(*args) in the worker. Returns None when ``wanted()`` turned false while
+        waiting for the worker (the text changed again)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if wanted is not None and not wanted():
+                return None
+            self.start()
+            assert self._pool is not None
+            loop = asyncio.get_running_loop()
+            future = loop.run_in_executor(self._pool, fn, *args)
+            try:
+                return await asyncio.wait_for(future, self.timeout)
+            except asyncio.TimeoutError:
+                self._discard()
+                raise WorkerFailure(f"the analysis took longer than {self.timeout:g} s and "
+                                    "was stopped") from None
+            except BrokenProcessPool:
+                self._discard()
+                raise WorkerFailure("the analysis process died") from None
+            except BaseException as exc:
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+                    # a rule that calls sys.exit() in the thread fallback
+                    self._discard()
+                raise WorkerFailure(f"{type(exc).__name__}: {exc}") from None
+
+
+def _failure_diagnostic(path: str, why: str) -> Diagnostic:
+    return Diagnostic(code="CL000", name="analysis-notice",
+                      message=f"cudalint could not analyse this file: {why}; the server "
+                              "carries on (please report it)",
+                      severity="warning", filename=path, row=1, column=1, end_row=1,
+                      end_column=1, start_offset=0, end_offset=0, url=rule_url("CL000"),
+                      noqa_row=1)
