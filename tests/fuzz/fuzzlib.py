@@ -774,7 +774,9 @@ BUILD_CU = (b"__global__ void k(float* x, float y) { x[threadIdx.x] = x[threadId
 def check_build(data: bytes, name: str, folder: Path | None = None) -> None:
     """A build file: its model (flags inside the file), the file linted as its own kind,
     and a ``.cu`` beside it linted with the flags the file sets."""
-    from cudalint.project import buildflags as bf
+    from cudalint.project.build_cmake import cmake_builds
+    from cudalint.project.build_python import python_builds
+    from cudalint.project.build_toml import toml_builds
     from cudalint.sources.base import file_kind
     kind = file_kind(name) or "python"
     RUNS[f"build_{kind}"] += 1
@@ -784,9 +786,9 @@ def check_build(data: bytes, name: str, folder: Path | None = None) -> None:
     try:
         if text is not None:
             for t in (text, text.replace("é", "\udce9")):      # and as an editor buffer
-                builds = (bf.cmake_builds(t, name) if kind == "cmake" else
-                          bf.toml_builds(t, name) if kind == "toml" else
-                          bf.python_builds(t, name))
+                builds = (cmake_builds(t, name) if kind == "cmake" else
+                          toml_builds(t, name) if kind == "toml" else
+                          python_builds(t, name))
                 for b in builds:
                     b.settings, b.units()  # noqa: B018
                     for f in b.flags:

@@ -198,7 +198,9 @@ def _unit_line_offsets(path: Path, text: str) -> list[int]:
 
 def fp_command_lines() -> list[list[str]]:
     """The floating-point options of every build in the CL401 fixtures, normalised."""
-    from cudalint.project.buildflags import cmake_builds, python_builds, toml_builds
+    from cudalint.project.build_cmake import cmake_builds
+    from cudalint.project.build_python import python_builds
+    from cudalint.project.build_toml import toml_builds
     from cudalint.project.nvcc_flags import parse_options
     lines: list[list[str]] = [[], ["-ftz=false", "--use_fast_math"],
                               ["--use_fast_math", "-prec-div=true"],
