@@ -256,7 +256,7 @@ def _kernel_src(body: str) -> str:
 def test_interval_check_runs_every_racy_kernel(name):
     """A kernel the run finds a race in is never deferred (the check proves nothing
     about it): the race is there before CL103 asks anything."""
-    from cudalint.analysis.sync.races import _quiet_kernel
+    from cudalint.analysis.sync.interval import quiet_kernel as _quiet_kernel
     ctx = _ctx(_kernel_src(_RACY[name]))
     facts = ctx.analysis(RaceAnalysis)
     (fn,) = [f for f in ctx.model.kernels if f.name == "k"]
@@ -273,7 +273,7 @@ def test_interval_check_runs_every_racy_kernel(name):
 
 def _memo(ctx):
     from cudalint.analysis.sync.cfg import BodyQueries
-    from cudalint.analysis.sync.races import _UnitMemo
+    from cudalint.analysis.sync.unit_memo import UnitMemo as _UnitMemo
     return _UnitMemo(ctx.analysis(BodyQueries))
 
 
@@ -333,7 +333,7 @@ def test_sync_classification():
 # ---- the block run's fast paths against their per-element definitions ------------------
 
 def _reference_binop(op, a, b):
-    from cudalint.analysis.sync.races import _scalar_op
+    from cudalint.analysis.sync.values import scalar_op as _scalar_op
     if a is None or b is None:
         return None
     if isinstance(a, int) and isinstance(b, int):
@@ -348,7 +348,7 @@ def _reference_binop(op, a, b):
 def test_vector_ops_equal_per_element_definition():
     import random
 
-    from cudalint.analysis.sync.races import _binop, _minmax, _unop
+    from cudalint.analysis.sync.values import binop as _binop, minmax as _minmax, unop as _unop
     rnd = random.Random(7)
     special = [0, 1, -1, 2, 31, 32, 63, 64, 65, -64, 1000]
 
@@ -391,7 +391,7 @@ def test_vector_ops_equal_per_element_definition():
 def test_condition_split_and_bit_indices():
     import random
 
-    from cudalint.analysis.sync.races import BlockRun
+    from cudalint.analysis.sync.block_run import BlockRun
     run = BlockRun.__new__(BlockRun)
     run._bits = {}
     rnd = random.Random(3)

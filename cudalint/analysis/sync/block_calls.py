@@ -1,0 +1,182 @@
+"""How a block run executes a call: a barrier clears the shared-memory log, a warp sync
+orders lanes, a warp intrinsic has its mask checked (CL105), a cooperative group method
+gives ranks and sizes, a device function of the unit is inlined (its body run for the
+calling threads with its parameters bound), and a function the run cannot see into
+counts as a barrier.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tree_sitter import Node
+
+from cudalint.parse import captures
+from cudalint.analysis.sync.block_log import GiveUp
+from cudalint.analysis.sync.callees import LANE_FUNCS, MAX_INLINE_DEPTH, PURE, WARP_INTRINSICS
+from cudalint.analysis.sync.cfg import Group, callee_short_name, classify_sync
+from cudalint.analysis.sync.syntax import text, unwrap
+from cudalint.analysis.sync.values import FULL_MASK, GPtr, SPtr, minmax
+
+if TYPE_CHECKING:
+    from cudalint.model.kernels import Function
+
+
+class Frame:
+    def __init__(self):
+        self.ret = 0
+        self.value: list | None = None
+        self.loops: list[list[int]] = []      # [break mask, continue mask]
+
+
+class CallEval:
+    """The part of :class:`~cudalint.analysis.sync.block_run.BlockRun` that runs calls:
+    barriers and warp syncs, warp intrinsics, cooperative group methods, device
+    functions of the unit (inlined, in a new :class:`Frame`) and inline ``asm``; an
+    unknown function counts as a barrier."""
+
+    # ---- calls ---------------------------------------------------------------------------
+    def call(self, node: Node, act: int):
+        aux = node.aux
+        if aux is None or aux[0] is not self.groups:
+            # decoded once per group handles in scope (the barrier kind depends on them)
+            fnode = node.child_by_field_name("function")
+            args_node = node.child_by_field_name("arguments")
+            arg_nodes = [c for c in args_node.named_children if c.type != "comment"] \
+                if args_node is not None else []
+            aux = node.aux = (self.groups, fnode, arg_nodes, classify_sync(node, self.groups))
+        _, fnode, arg_nodes, sync = aux
+        if sync is not None:
+            vals = [self.eval(a, act) for a in arg_nodes]
+            if sync.kind in ("block", "grid", "named"):
+                if sync.kind == "block":
+                    self.arrive(node, act)
+                self.block_barrier()
+                return None
+            mask = None
+            if fnode is not None and text(fnode) == "__syncwarp":
+                mask = (vals[0] if isinstance(vals[0], int) else None) if vals else FULL_MASK
+                self.check_mask(node, mask, act)
+            self.warp_sync(act, mask, sync.size)
+            return None
+        name = text(fnode) if fnode is not None else ""
+        short = callee_short_name(fnode)
+        if fnode is not None and fnode.type == "field_expression":
+            return self.method(node, fnode, arg_nodes, act)
+        if short in WARP_INTRINSICS:
+            vals = [self.eval(a, act) for a in arg_nodes]
+            if vals and isinstance(vals[0], int):
+                self.check_mask(node, vals[0], act)
+            return None
+        if short in LANE_FUNCS:
+            return tuple(self.lane_of)
+        if short in ("this_thread_block", "tiled_partition", "this_grid",
+                     "coalesced_threads"):
+            return None
+        callee = self.functions.get(short)
+        if callee is not None and callee.body is not None:
+            return self.inline(callee, arg_nodes, act)
+        vals = [self.eval(a, act) for a in arg_nodes]
+        if short in ("min", "max", "umin", "umax", "imin", "imax") and len(vals) == 2:
+            return minmax(short.endswith("min"), vals[0], vals[1])
+        if short in ("static_cast", "int", "unsigned", "size_t") and len(vals) == 1:
+            return vals[0] if not isinstance(vals[0], (SPtr, GPtr)) else None
+        if short == "reinterpret_cast" and len(vals) == 1 and fnode.type == "template_function":
+            targs = fnode.child_by_field_name("arguments")
+            return self.cast(text(targs).strip("<>"), vals[0])
+        if short.startswith("__") or PURE.match(name) or PURE.match(short):
+            return None
+        if short.startswith("atomic"):
+            return None
+        # a function the unit does not define: it may contain a barrier
+        self.block_barrier()
+        return None
+
+    def method(self, node: Node, fnode: Node, arg_nodes: list[Node], act: int):
+        recv = fnode.child_by_field_name("argument")
+        meth = text(fnode.child_by_field_name("field"))
+        group = self.groups.get(text(recv)) if recv is not None and recv.type == "identifier" \
+            else (Group("block") if "this_thread_block" in text(recv) else None)
+        for a in arg_nodes:
+            self.eval(a, act)
+        if group is not None:
+            if meth == "thread_rank":
+                if group.kind == "block":
+                    return self.linear
+                if group.kind == "tile" and group.size:
+                    return tuple(t % group.size for t in self.linear)
+                return None
+            if meth in ("size", "num_threads"):
+                if group.kind == "block":
+                    return self.total
+                if group.kind == "tile" and group.size:
+                    return group.size
+                return None
+            if meth == "meta_group_rank" and group.kind == "tile" and group.size:
+                return tuple(t // group.size for t in self.linear)
+            return None
+        if meth in ("shfl", "shfl_down", "shfl_up", "shfl_xor", "any", "all", "ballot",
+                    "match_any", "match_all", "thread_rank", "size", "num_threads", "x",
+                    "y", "z", "load", "get"):
+            return None
+        self.block_barrier()       # an unknown method (CUB, cuda::barrier): may sync
+        return None
+
+    def inline(self, callee: "Function", arg_nodes: list[Node], act: int):
+        if self.depth >= MAX_INLINE_DEPTH:
+            raise GiveUp("inline depth")
+        vals = []
+        for k, a in enumerate(arg_nodes):
+            v = self.eval(a, act)
+            p = callee.params[k] if k < len(callee.params) else None
+            if p is not None and p.is_reference:
+                v = None
+            vals.append(v)
+        if self.memo.inert(callee, self.functions) and \
+                not any(isinstance(v, SPtr) for v in vals):
+            # nothing in it can touch shared memory, synchronize, check a mask or
+            # leave the kernel, and no integer it returns is used: only its reference
+            # arguments change (to unknown, as after a run of its body)
+            for k, a in enumerate(arg_nodes):
+                p = callee.params[k] if k < len(callee.params) else None
+                if p is not None and p.is_reference and unwrap(a).type == "identifier":
+                    self.assign(text(unwrap(a)), None, act)
+            return None
+        saved_scopes = self.scopes
+        saved_groups = self.groups
+        self.scopes = [self._bind_params(callee, vals)]
+        self.groups = self.memo.groups(callee.body)
+        frame = Frame()
+        self.frames.append(frame)
+        self.depth += 1
+        try:
+            self.exec_block(self.memo.syntax(callee.body), act)
+        finally:
+            self.depth -= 1
+            self.frames.pop()
+            self.scopes = saved_scopes
+            self.groups = saved_groups
+        # reference arguments: the callee may have changed them
+        for k, a in enumerate(arg_nodes):
+            p = callee.params[k] if k < len(callee.params) else None
+            if p is not None and p.is_reference and unwrap(a).type == "identifier":
+                self.assign(text(unwrap(a)), None, act)
+        return tuple(frame.value) if frame.value is not None else None
+
+    def asm(self, node: Node, act: int):
+        sync = classify_sync(node, self.groups)
+        if sync is not None:
+            if sync.kind == "warp":
+                self.warp_sync(act, None, None)
+            else:
+                if sync.kind == "block":
+                    self.arrive(node, act)
+                self.block_barrier()
+            return None
+        asm_text = text(node)
+        for out in captures("(gnu_asm_output_operand value: (_) @v)", node.ts).get("v", []):
+            name = text(unwrap(out))
+            if "%laneid" in asm_text and unwrap(out).type == "identifier":
+                self.assign(name, tuple(self.lane_of), act)
+            elif unwrap(out).type == "identifier":
+                self.assign(name, None, act)
+        return None
