@@ -37,6 +37,19 @@ def _file_accesses(path: str):
     return _CACHE[path]
 
 
+def _bound_accesses(path: str, kernel: str):
+    from cudalint.analysis.memory.lanes import kernel_accesses
+    plan = json.loads((FIXTURES.parent / "tools" / "gputruth" / "memory_plan.json").read_text())
+    (entry,) = [k for k in plan[path] if k["kernel"] == kernel]
+    src = (FIXTURES.parent / path).read_text()
+    unit = Unit(SourceFile("t.cu", src, "cuda"), src)
+    ctx = UnitContext(unit, Settings())
+    (fn,) = [f for f in ctx.model.kernels if f.name == kernel]
+    bound = {p.name: v for p, v in zip(fn.params, entry.get("values") or [])
+             if v is not None}
+    return kernel_accesses(ctx, kernel, bound)
+
+
 @pytest.mark.parametrize("code,rec", RECORDS,
                          ids=[f"{c}-{r['kernel']}" for c, r in RECORDS])
 def test_prediction_equals_measurement(code, rec):
@@ -45,6 +58,9 @@ def test_prediction_equals_measurement(code, rec):
     key = "sectors_per_request" if code == "CL201" else "wavefronts"
     sites = [a for a in _file_accesses(rec["file"])
              if a.kernel.name == rec["kernel"] and a.space == space]
+    if any(a.params for a in sites):
+        # the figure at the scalar values the driver passed (memory_plan.json)
+        sites = [a for a in _bound_accesses(rec["file"], rec["kernel"]) if a.space == space]
     compared = 0
     for direction in ("ld", "st"):
         measured = rec[f"{direction}_{'sectors_per_request' if code == 'CL201' else 'wavefronts'}"]
@@ -188,10 +204,19 @@ def test_message_names_block_source_and_remedy():
 
 # ---- sibling accesses (fields of one record) are reported once ----------------------
 
-def _cl201(src: str, path: str = "t.cu"):
+def _cl201(src: str, path: str = "t.cu", every: bool = True):
+    """CL201's findings; ``every``: also records the kernel uses whole once (not a
+    default finding), so that grouping is tested on them too."""
     from cudalint.engine import lint_text
-    return [d for d in lint_text(path, src, Settings(), "cuda").diagnostics
-            if d.code == "CL201"]
+    from cudalint.rules.memory.cl201_uncoalesced_global_access import \
+        UncoalescedGlobalAccess
+    saved = UncoalescedGlobalAccess.report_whole_records
+    UncoalescedGlobalAccess.report_whole_records = every
+    try:
+        return [d for d in lint_text(path, src, Settings(), "cuda").diagnostics
+                if d.code == "CL201"]
+    finally:
+        UncoalescedGlobalAccess.report_whole_records = saved
 
 
 def test_grouped_findings_partition_the_flagged_accesses():
@@ -415,3 +440,72 @@ def test_early_decision_never_hides_a_finding():
                groups=[r for s in range(3) for r in (rows[s], column[s])])
     assert coalescing_figures(a)["sectors_per_request"] == 32
     assert not surely_below(a, sectors, 8)
+
+
+# ---- wasted traffic decides the default finding (issue 20) --------------------------
+
+def _default_rows(body: str, params: str = "const float* p, float* o, int n") -> list[int]:
+    src = (f"__global__ void k({params}) {{\n  int i = blockIdx.x * blockDim.x + "
+           f"threadIdx.x;\n{body}}}\nvoid h(const float* p, float* o, int n) "
+           f"{{ k<<<1, 32>>>(p, o, n); }}\n")
+    return sorted(d.row for d in _cl201(src, every=False))
+
+
+def test_record_read_whole_once_is_not_a_default_finding():
+    whole = "  o[i] = p[3 * i] + p[3 * i + 1] + p[3 * i + 2];\n"
+    assert _default_rows(whole) == []
+    # the fields may be anywhere in the kernel, in any order, under data branches
+    assert _default_rows("  float s = p[3 * i + 2];\n  if (s > 0.f) s += p[3 * i];\n"
+                         "  for (int j = 0; j < n; ++j) s *= 0.5f;\n"
+                         "  o[i] = s + p[3 * i + 1];\n") == []
+    # through a struct, and written whole
+    assert _default_rows("  o[2 * i] = 1.f;\n  o[2 * i + 1] = 2.f;\n") == []
+    # one field, two of three fields, the next record but not this one's second half
+    assert _default_rows("  o[i] = p[3 * i];\n") == [3]
+    assert _default_rows("  o[i] = p[3 * i] + p[3 * i + 1];\n") == [3]
+    assert _default_rows("  o[i] = p[2 * i] + p[2 * i + 64];\n") == [3, 3]
+    # a column walk: 4 bytes used of each 32-byte sector
+    (d,) = [d for d in _cl201(HEAD + "  o[i] = p[i * 64];\n" + TAIL, every=False)]
+    assert d.metrics["wasted"] == "unused_bytes"
+    assert (d.metrics["warp_fetched_bytes"], d.metrics["warp_used_bytes"]) == (1024, 128)
+    assert "of the 1024 bytes a warp moves here, the kernel reads 128" in d.message
+
+
+def test_record_reread_by_a_loop_is_a_default_finding():
+    inner = ("for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; "
+             "k += blockDim.x * gridDim.x) { s += p[3 * k] + p[3 * k + 1] + p[3 * k + 2]; }")
+    fps = f"  float s = 0.f;\n  for (int it = 0; it < n; ++it) {{\n    {inner}\n  }}\n" \
+        "  o[i] = s;\n"
+    (d,) = _cl201(HEAD + fps + TAIL, every=False)
+    assert d.metrics["wasted"] == "reread_in_loop" and d.metrics["loop_line"] == 4
+    assert "the loop at line 4 reads them again" in d.message
+    # the grid-stride loop alone reads each record once: it moves the address
+    assert _default_rows(f"  float s = 0.f;\n  {inner}\n  o[i] = s;\n") == []
+    # an invariant load in a loop that stores through another pointer: read each pass
+    assert _default_rows("  for (int j = 0; j < n; ++j) {\n"
+                         "    o[j] += p[3 * i] + p[3 * i + 1] + p[3 * i + 2];\n  }\n") == [4]
+    # ... but not when the pointer is restrict (the load can leave the loop), nor when
+    # the loop stores only to a local array
+    assert _default_rows("  for (int j = 0; j < n; ++j) {\n"
+                         "    o[j] += p[3 * i] + p[3 * i + 1] + p[3 * i + 2];\n  }\n",
+                         "const float* __restrict__ p, float* o, int n") == []
+    assert _default_rows("  float t[4];\n  for (int j = 0; j < 4; ++j)\n"
+                         "    t[j] = p[3 * i] + p[3 * i + 1] + p[3 * i + 2];\n"
+                         "  o[i] = t[0];\n") == []
+
+
+def test_default_finding_follows_measured_traffic():
+    """traffic.cu's kernels: a finding exactly where the GPU measured wasted traffic."""
+    path = FIXTURES / "CL201" / "traffic.cu"
+    data = json.loads((FIXTURES / "CL201" / "traffic.json").read_text())
+    found = _cl201(path.read_text(), str(path), every=False)
+    flagged = {a.kernel.name for a in _file_accesses("fixtures/CL201/traffic.cu")
+               if any(d.row == a.node.start_point[0] + 1 for d in found)}
+    for rec in data["records"]:
+        if rec["passes"] != 1:
+            continue
+        wasted = rec["dram_read_over_useful"] >= 1.25
+        assert (rec["kernel"] in flagged) == wasted, rec["kernel"]
+        if rec.get("time_over_soa") is not None:
+            assert (rec["time_over_soa"] >= 1.2) == wasted, rec
+    assert {"aos3_one_field", "aos3_two_fields", "aos3_reread"} == flagged

@@ -1,9 +1,10 @@
-from cudalint.analysis.memory.figures import (block_line_metrics, coalescing_figures, sectors,
-                                              surely_below)
+from cudalint.analysis.memory.figures import (SECTOR, block_line_metrics, coalescing_figures,
+                                              sectors, surely_below)
 from cudalint.analysis.memory.lanes import LaneAnalysis
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.analysis.memory.siblings import SiblingGroup, access_row, group_siblings
 from cudalint.analysis.memory.siblings import direction as _direction
+from cudalint.analysis.memory.traffic import fetched_and_used, rereading_loop
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 
@@ -27,7 +28,29 @@ class UncoalescedGlobalAccess(Rule):
     access it with another width, e.g. `AssignAs<uint4>(dst, src[i])`).
 
     Flagged at `coalescing-threshold` (default 2.0) times the ideal or more: a misaligned
-    unit-stride access (5 sectors instead of 4) is not worth a warning. JSON metrics:
+    unit-stride access (5 sectors instead of 4) is not worth a warning. (Revised
+    2026-11-24) A default finding also needs wasted traffic over the kernel: bytes the
+    warp fetches that no access of the kernel uses, one sector's worth or more at the
+    best base alignment (one field of a record, a column walk; the access and every
+    access through the same pointer at a constant distance from it count, wherever they
+    are in the kernel), or whole records read again on each pass of a loop (a loop that
+    does not move the address around an inner loop that does, or around a load whose
+    pointer a store in the loop may alias). A record read or written whole once per
+    thread (`x = p[3*i]; y = p[3*i+1]; z = p[3*i+2];`) is not reported: its figures are
+    still exact, but the sectors its first access brings serve the others from L1 and
+    DRAM moves only the useful bytes. Measured on an H100 (`tools/gputruth/memory.py
+    --traffic`, fixtures/CL201/traffic.json; 16 Mi records, ncu `dram__bytes_read.sum`
+    with caches flushed, median of 25 runs): 12-byte records read whole once, DRAM bytes
+    1.00x the useful bytes and 1.014x the run time of structure-of-arrays (0.0973 vs
+    0.0960 ms); 36-byte records 1.00x and 1.004x; written whole once, DRAM writes within
+    the useful bytes; but one field of 12-byte records 3.00x the useful bytes from DRAM
+    and 1.50x the run time of an array of its own (0.0974 vs 0.0649 ms), two fields
+    1.50x. Records re-read by an outer loop while each SM's share stays in its L1 cost
+    nothing either (0.89x of SoA), so a re-read loop is reported for what it may cost
+    once the records leave L1 (the farthest-point-sampling loop of issue 20: 1.68 vs
+    1.48 ms, 12%). The message says which kind of waste it found; JSON metrics `wasted`
+    (`unused_bytes` or `reread_in_loop`), `warp_fetched_bytes` and
+    `warp_used_bytes`, or `loop_line`. JSON metrics:
     `sectors_per_request`, `ideal_sectors_per_request`, `exact`, `stride_bytes` (or
     `x_stride_bytes` for 2D blocks), `block`, `block_source`, `block_line`,
     `sibling_accesses`, `sibling_rows`.
@@ -97,9 +120,16 @@ class UncoalescedGlobalAccess(Rule):
         # figures stay per access (the GPU measures each one); the fields of one record
         # accessed one after another are reported once, at the first of them
         for group in group_siblings(ctx, flagged):
-            yield self._finding(ctx, group)
+            waste = _wasted_traffic(ctx, group, facts.accesses)
+            if waste is None and not self.report_whole_records:
+                continue
+            yield self._finding(ctx, group, waste)
 
-    def _finding(self, ctx, group: SiblingGroup) -> Finding:
+    # every uncoalesced access, also records read whole once (tests of the figures and
+    # of sibling grouping; not a user setting)
+    report_whole_records = False
+
+    def _finding(self, ctx, group: SiblingGroup, waste: dict | None) -> Finding:
         access, fig = group.first, group.payload[0]
         stride = fig.get("stride_bytes")
         if stride is not None:
@@ -124,14 +154,57 @@ class UncoalescedGlobalAccess(Rule):
         if remedy is None:
             remedy = _remedy(access, stride if stride is not None else
                              fig.get("x_stride_bytes"))
+        why = f"; {waste['text']}" if waste else ""
         return Finding.at(
             access.node,
             f"uncoalesced {kind} {access.expr_text or ctx.text(access.node)}{siblings}: "
             f"{stride_txt} makes a warp touch {count} 32-byte sectors per request instead "
-            f"of {fig['ideal_sectors_per_request']} ({access.block.describe()}); {remedy}",
+            f"of {fig['ideal_sectors_per_request']} ({access.block.describe()}){why}; "
+            f"{remedy}",
             metrics={**fig, **block_line_metrics(access),
                      "sibling_accesses": len(group.siblings),
-                     "sibling_rows": [r for r in rows if r is not None]})
+                     "sibling_rows": [r for r in rows if r is not None],
+                     **({k: v for k, v in waste.items() if k != "text"} if waste else {})})
+
+
+# measured on an H100 (fixtures/CL201/traffic.json, tools/gputruth/memory.py --traffic)
+_MEASURED_FIELD = ("measured on an H100: one field of 12-byte records reads 3.0x the "
+                   "useful bytes from DRAM and runs 1.50x slower than an array of its own")
+_MEASURED_REREAD = ("measured on an H100: records read whole once cost what "
+                    "structure-of-arrays costs (DRAM bytes = useful bytes, within 1.4%), "
+                    "but each pass of a loop pays the scattered sectors again")
+
+
+def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
+    """Why the group's sectors cost more than its bytes, or None when they do not: every
+    sector a warp fetches for it is used by the kernel's accesses through the same
+    pointer, up to one (``fetched_and_used``), and no loop reads them again
+    (``rereading_loop``)."""
+    access = group.first
+    fetched, used = fetched_and_used(access, [a for a in accesses if a.space == "global"])
+    if fetched - used >= SECTOR or not fetched:
+        verb = {"store": "writes", "load": "reads"}.get(_direction(access), "accesses")
+        return {"wasted": "unused_bytes", "warp_fetched_bytes": fetched,
+                "warp_used_bytes": used,
+                "text": f"of the {fetched} bytes a warp moves here, the kernel {verb} "
+                        f"{used} ({_MEASURED_FIELD})"}
+    loop = rereading_loop(access)
+    if loop is not None:
+        row = ctx.unit.file.position(ctx.unit.file_offset(loop.start_byte))[0] \
+            if _mappable(ctx, loop) else None
+        at = f" at line {row}" if row is not None else ""
+        return {"wasted": "reread_in_loop", "loop_line": row,
+                "text": f"the kernel uses whole records, but the loop{at} reads them again "
+                        f"on every pass ({_MEASURED_REREAD})"}
+    return None
+
+
+def _mappable(ctx, node) -> bool:
+    try:
+        ctx.unit.file.position(ctx.unit.file_offset(node.start_byte))
+        return True
+    except Exception:           # a position the source layer cannot map
+        return False
 
 
 def _rows_text(rows: list[int | None]) -> str:

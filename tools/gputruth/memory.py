@@ -60,11 +60,50 @@ def kernels_of(path: Path) -> list[dict]:
             block, grid, smem = (fn.launch_bounds[0], 1, 1), (1, 1, 1), 0
         else:
             continue
-        if block is None or not all(p.is_pointer for p in fn.params):
+        if block is None:
+            continue
+        values = _scalar_values(model, fn, launches[0] if launches else None)
+        if values is None:
             continue
         out.append({"kernel": fn.name, "block": list(block), "grid": list(grid),
                     "smem": smem,
                     "params": [p.base_type for p in fn.params]})
+        if any(v is not None for v in values):
+            out[-1]["values"] = values
+    return out
+
+
+# what the driver passes for an int parameter that no launch of the fixture fixes: sizes
+# large enough for every thread of the block, strides of a realistic matrix
+SCALAR_DEFAULTS = {"n": 4096, "iters": 2}
+SCALAR_DEFAULT = 100
+
+
+def _scalar_values(model, fn, launch) -> list | None:
+    """Per parameter: None for a pointer, else the int the driver passes (the launch's
+    constant argument, else SCALAR_DEFAULTS); None overall for a parameter the driver
+    cannot make (a struct by value, a float)."""
+    from cudalint.parse import text
+    args = []
+    if launch is not None:
+        arglist = launch.node.child_by_field_name("arguments")
+        args = [a for a in (arglist.named_children if arglist else []) if a.type != "comment"]
+    out = []
+    for k, p in enumerate(fn.params):
+        if p.is_pointer:
+            out.append(None)
+            continue
+        if p.base_type not in ("int", "unsigned", "long", "size_t", "int64_t"):
+            return None
+        value = None
+        if k < len(args):
+            host = launch.function
+            env = host.constants if host is not None else model.constants
+            dims = model.resolve_dim3(args[k], host, env)
+            if dims is not None and text(args[k]) != "dim3":
+                value = dims[0]
+        out.append(value if value is not None else
+                   SCALAR_DEFAULTS.get(p.name, SCALAR_DEFAULT))
     return out
 
 
@@ -75,7 +114,9 @@ def driver(path: Path, kernels: list[dict]) -> str:
              f"  for (int i = 0; i < {nbuf}; ++i) {{ cudaMalloc(&buf[i], {BUFFER_BYTES}); "
              f"cudaMemset(buf[i], 0, {BUFFER_BYTES}); }}"]
     for k in kernels:
-        args = ", ".join(f"({t}*)buf[{i}]" for i, t in enumerate(k["params"]))
+        values = k.get("values") or [None] * len(k["params"])
+        args = ", ".join(f"({t}*)buf[{i}]" if v is None else f"({t}){v}"
+                         for i, (t, v) in enumerate(zip(k["params"], values)))
         b, g = k["block"], k["grid"]
         lines.append(f"  {k['kernel']}<<<dim3({g[0]}, {g[1]}, {g[2]}), "
                      f"dim3({b[0]}, {b[1]}, {b[2]}), {k['smem']}>>>({args});")
@@ -107,13 +148,174 @@ def ratio(a: float, b: float) -> float | None:
     return round(a / b, 4) if b else None
 
 
+# -- wasted traffic (CL201's default): DRAM bytes and run time of fixtures/CL201/traffic.cu
+TRAFFIC_FIXTURE = "fixtures/CL201/traffic.cu"
+TRAFFIC_METRICS = [
+    "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "gpu__time_duration.sum",
+]
+BIG = 1 << 24                   # 16 Mi records of 12 bytes: 192 MiB, far past the L2
+L2_RESIDENT = 1 << 20           # 1 Mi records of 12 bytes: 12 MiB, held in the 50 MB L2
+PASSES = 32
+SM_BLOCKS = 132 * 4             # a grid that fills an H100 with 256-thread blocks
+L2_FEW_SMS = 32                 # blocks for the farthest-point-sampling shape: each SM walks
+                                # 1/32 of 12 MiB, more than its L1 holds, so passes hit L2
+# label: (kernel, records n, passes, blocks (None: one thread per record), useful bytes
+# read per record per pass, useful bytes written per record, what it is, its SoA twin)
+TRAFFIC = {
+    "aos3_once": ("aos3_once", BIG, 1, None, 12, 4, "12-byte records read whole once",
+                  "soa3_once"),
+    "soa3_once": ("soa3_once", BIG, 1, None, 12, 4, "the same, structure of arrays", None),
+    "aos9_once": ("aos9_once", BIG // 4, 1, None, 36, 4, "36-byte records read whole once",
+                  "soa9_once"),
+    "soa9_once": ("soa9_once", BIG // 4, 1, None, 36, 4, "the same, structure of arrays",
+                  None),
+    "aos3_one_field": ("aos3_one_field", BIG, 1, None, 4, 4, "one field of 12-byte records",
+                       "soa_one_field"),
+    "soa_one_field": ("soa_one_field", BIG, 1, None, 4, 4,
+                      "the same field as an array of its own", None),
+    "aos3_two_fields": ("aos3_two_fields", BIG, 1, None, 8, 4,
+                        "two fields of 12-byte records", None),
+    "aos3_reread_l1": ("aos3_reread", L2_RESIDENT, PASSES, SM_BLOCKS, 12, 0,
+                       "12-byte records re-read by an outer loop, the whole grid: each SM's "
+                       "share stays in its L1", "soa3_reread_l1"),
+    "soa3_reread_l1": ("soa3_reread", L2_RESIDENT, PASSES, SM_BLOCKS, 12, 0,
+                       "the same, structure of arrays", None),
+    "aos3_reread_l2": ("aos3_reread", L2_RESIDENT, PASSES, L2_FEW_SMS, 12, 0,
+                       "12-byte records re-read by an outer loop on 32 SMs "
+                       "(farthest-point-sampling shape): each pass reads L2", "soa3_reread_l2"),
+    "soa3_reread_l2": ("soa3_reread", L2_RESIDENT, PASSES, L2_FEW_SMS, 12, 0,
+                       "the same, structure of arrays", None),
+    "aos3_reread_dram": ("aos3_reread", BIG // 2, 4, SM_BLOCKS, 12, 0,
+                         "96 MiB of 12-byte records re-read by an outer loop: past the L2",
+                         "soa3_reread_dram"),
+    "soa3_reread_dram": ("soa3_reread", BIG // 2, 4, SM_BLOCKS, 12, 0,
+                         "the same, structure of arrays", None),
+    "aos3_grid_stride_once": ("aos3_grid_stride_once", BIG, 1, SM_BLOCKS, 12, 4,
+                              "12-byte records read whole once in a grid-stride loop", None),
+    "aos3_store_once": ("aos3_store_once", BIG, 1, None, 4, 12,
+                        "12-byte records written whole once", None),
+}
+
+
+def traffic_driver() -> str:
+    lines = [f'#include "{ROOT / TRAFFIC_FIXTURE}"', "#include <cstdio>", "#include <cstring>",
+             "#include <vector>", "#include <algorithm>",
+             "__global__ void fill(float* p, size_t n) { size_t i = blockIdx.x * "
+             "(size_t)blockDim.x + threadIdx.x; if (i < n) p[i] = (float)(i % 1000) * 0.001f; }",
+             "int main(int argc, char** argv) {",
+             "  bool timing = argc > 1 && !strcmp(argv[1], \"time\");",
+             f"  size_t elems = (size_t){BIG} * 3;",
+             "  float *p, *out; cudaMalloc(&p, elems * 4); cudaMalloc(&out, elems * 4);",
+             "  fill<<<(elems + 255) / 256, 256>>>(p, elems);",
+             "  fill<<<(elems + 255) / 256, 256>>>(out, elems);",
+             "  cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);"]
+    for label, (name, n, passes, blocks, *_rest) in TRAFFIC.items():
+        grid = f"{blocks}" if blocks else f"({n} + 255) / 256"
+        args = f"(float*)p, out, {n}" if name != "aos3_store_once" else f"out, p, {n}"
+        if "reread" in name:
+            args += f", {passes}"
+        call = f"{name}<<<{grid}, 256>>>({args})"
+        lines += [
+            "  {",
+            f"    {call};",
+            "    if (timing) {",
+            "      std::vector<float> t;",
+            "      for (int r = 0; r < 5; ++r) { " + call + "; }",
+            "      for (int r = 0; r < 25; ++r) { cudaEventRecord(a); " + call +
+            "; cudaEventRecord(b); cudaEventSynchronize(b); float ms; "
+            "cudaEventElapsedTime(&ms, a, b); t.push_back(ms); }",
+            "      std::sort(t.begin(), t.end());",
+            f'      printf("TIME,{label},%.5f\\n", t[t.size() / 2]);',
+            "    }",
+            "  }"]
+    lines += ["  cudaError_t e = cudaDeviceSynchronize();",
+              '  if (e != cudaSuccess) { printf("%s\\n", cudaGetErrorString(e)); return 1; }',
+              "  return 0;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def traffic(out: str | None, compile_only: bool) -> None:
+    """DRAM bytes (ncu, caches flushed before each kernel) against the bytes the kernel
+    uses, and run time (CUDA events, median of 25 after 5 warm-ups), per kernel of
+    fixtures/CL201/traffic.cu; written to fixtures/CL201/traffic.json."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "traffic_driver.cu"
+        src.write_text(traffic_driver())
+        exe = str(Path(tmp) / "traffic")
+        run(["nvcc", "-arch=sm_90", "-O3", "-lineinfo", "-o", exe, str(src)])
+        print("built the traffic driver", flush=True)
+        if compile_only:
+            return
+        times = {}
+        for line in run([exe, "time"]).splitlines():
+            if line.startswith("TIME,"):
+                _, name, ms = line.split(",")
+                times[name] = float(ms)
+        raw = run(["ncu", "--csv", "--print-units", "base", "--cache-control", "all",
+                   "--metrics", ",".join(TRAFFIC_METRICS), exe])
+    start = raw.find('"ID"')
+    by_id: dict[int, tuple[str, dict[str, float]]] = {}
+    for row in csv.DictReader(io.StringIO(raw[start:])):
+        name = row["Kernel Name"].split("(")[0].strip()
+        value = float(row["Metric Value"].replace(",", "") or 0)
+        by_id.setdefault(int(row["ID"]), (name, {}))[1][row["Metric Name"]] = value
+    launches = [v for _, v in sorted(by_id.items()) if v[0] != "fill"]
+    # one launch per label, in the driver's order
+    assert [n for n, _ in launches] == [v[0] for v in TRAFFIC.values()], launches
+    measured = {label: m for label, (_, m) in zip(TRAFFIC, launches)}
+    records = []
+    for name, (kernel, n, passes, blocks, rd, wr, what, twin) in TRAFFIC.items():
+        m = measured.get(name, {})
+        useful_read = n * rd
+        rec = {"label": name, "kernel": kernel, "what": what, "records": n, "passes": passes,
+               "blocks": blocks or (n + 255) // 256,
+               "useful_bytes_read_per_pass": useful_read, "useful_bytes_written": n * wr,
+               "metrics": m, "time_ms": times.get(name),
+               "dram_read_over_useful": ratio(m.get("dram__bytes_read.sum", 0), useful_read),
+               "l2_to_sm_read_over_useful": ratio(
+                   32 * m.get("lts__t_sectors_srcunit_tex_op_read.sum", 0),
+                   useful_read * passes),
+               "sectors_per_request": ratio(m.get(TRAFFIC_METRICS[4], 0),
+                                            m.get(TRAFFIC_METRICS[5], 0)),
+               "soa_twin": twin}
+        if times.get(name):
+            rec["useful_gb_per_s"] = round(useful_read * passes / times[name] / 1e6, 1)
+        records.append(rec)
+    times = {rec["label"]: rec["time_ms"] for rec in records}
+    for rec in records:
+        twin = rec["soa_twin"]
+        if twin and rec["time_ms"] and times.get(twin):
+            rec["time_over_soa"] = round(rec["time_ms"] / times[twin], 3)
+    gpu = run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+    body = json.dumps({"tool": "tools/gputruth/memory.py --traffic", "gpu": gpu.strip(),
+                       "arch": "sm_90", "fixture": TRAFFIC_FIXTURE, "records": records},
+                      indent=1, sort_keys=True) + "\n"
+    (ROOT / "fixtures" / "CL201" / "traffic.json").write_text(body)
+    if out:
+        Path(out, "CL201").mkdir(parents=True, exist_ok=True)
+        Path(out, "CL201", "traffic.json").write_text(body)
+    for rec in records:
+        print(rec["label"], rec["time_ms"], rec["dram_read_over_useful"],
+              rec["l2_to_sm_read_over_useful"], rec.get("time_over_soa"), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--plan", action="store_true",
                     help="only write tools/gputruth/memory_plan.json (needs cudalint)")
+    ap.add_argument("--traffic", action="store_true",
+                    help="also measure DRAM bytes and run time of " + TRAFFIC_FIXTURE)
+    ap.add_argument("--only-traffic", action="store_true")
     args = ap.parse_args()
+    if args.traffic or args.only_traffic:
+        traffic(args.out, args.compile_only)
+        if args.only_traffic:
+            return
     if args.plan:
         plan = {str(p.relative_to(ROOT)): kernels_of(p) for code in CODES
                 for p in sorted((ROOT / "fixtures" / code).glob("*.cu"))}

@@ -45,6 +45,8 @@ class Access:
     struct_field: str | None = None
     struct_type: str | None = None
     expr_text: str = ""          # the whole accessed expression, field included
+    # the scalar parameters (and template parameters) the address read as unknowns
+    params: frozenset = frozenset()
 
     def sectors_per_request(self) -> list[int]:
         return [sectors(row, self.width) for row in self.groups]
@@ -115,7 +117,16 @@ def _min_sectors_shifted(live: list[int], width: int, shifts: int) -> int:
     points = set(live)
     if width > 1:
         points.update(map(add, live, repeat(width - 1)))
+    return min_sectors_of_points(points, shifts)
+
+
+def min_sectors_of_points(points: set[int], shifts: int) -> int:
+    """min over k in range(shifts) of the sectors holding the points shifted by k: the
+    sectors byte ranges of at most 32 bytes touch are those of their first and last
+    bytes (see _min_sectors_shifted)."""
     xs = sorted(points)
+    if not xs:
+        return 0
     base = 1
     diff = [0] * (SECTOR + 1)       # per k % SECTOR: how many close neighbours it splits
     for x, y in zip(xs, xs[1:]):

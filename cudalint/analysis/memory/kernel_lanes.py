@@ -49,8 +49,13 @@ class KernelLanes:
     """Evaluates the address of every access of one kernel, lane by lane."""
 
     def __init__(self, ctx: "UnitContext", fn: "Function", block: BlockShape,
-                 structs: Callable[[], dict[str, StructType]]):
+                 structs: Callable[[], dict[str, StructType]],
+                 bound: dict[str, int] | None = None):
         self.ctx, self.fn, self.block, self._structs = ctx, fn, block, structs
+        # scalar parameters whose value is known (a constant every launch passes)
+        self.bound = bound or {}
+        # the scalar parameters an evaluation read as sampled unknowns
+        self.used_params: set[str] = set()
         self.env = fn.constants
         self.cols, self.groups, self.active0, self.tid = _columns(block.dims)
         self.n = len(self.cols)
@@ -61,7 +66,8 @@ class KernelLanes:
         self._visiting: set[int] = set()
         # a declared variable's value does not depend on where it is used: evaluate it
         # once per kernel (value or Opaque, and the thread axes it reads)
-        self._values: dict[tuple[int, str], tuple[object, frozenset[str]]] = {}
+        self._values: dict[tuple[int, str],
+                           tuple[object, frozenset[str], frozenset[str]]] = {}
         self._conditions: dict[int, tuple[tuple | None, frozenset[str]]] = {}
 
     @property
@@ -225,8 +231,12 @@ class KernelLanes:
                 return self.const(self.env[name])
             p = self.fn.param(name)
             if p is not None and not p.is_pointer and not p.is_reference:
+                if name in self.bound:
+                    return self.const(self.bound[name])
+                self.used_params.add(name)
                 return self.sampled(PARAM_SAMPLES)
             if name in self.fn.template_params:
+                self.used_params.add(name)
                 return self.sampled(PARAM_SAMPLES)
             raise Opaque(node)
         if decl.pointer:
@@ -262,17 +272,18 @@ class KernelLanes:
         key = (decl.declarator.id, evaluate.__name__)
         memo = self._values.get(key)
         if memo is None:
-            saved = self.used_tid
-            self.used_tid = set()
+            saved, saved_params = self.used_tid, self.used_params
+            self.used_tid, self.used_params = set(), set()
             try:
                 value: object = self._decl_value_uncached(decl, use, evaluate)
             except Opaque as exc:
                 value = exc
-            memo = (value, frozenset(self.used_tid))
+            memo = (value, frozenset(self.used_tid), frozenset(self.used_params))
             self._values[key] = memo
-            self.used_tid = saved
-        value, axes = memo
+            self.used_tid, self.used_params = saved, saved_params
+        value, axes, params = memo
         self.used_tid |= axes
+        self.used_params |= params
         if isinstance(value, Opaque):
             raise Opaque(use)
         return value

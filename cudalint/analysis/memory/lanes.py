@@ -108,7 +108,15 @@ def thread_dependent_names(fn: "Function", writes: dict[str, list[Node]],
     return dependent
 
 
-def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
+def kernel_accesses(ctx: "UnitContext", name: str, bound: dict[str, int]) -> list[Access]:
+    """The accesses of kernel ``name`` with its scalar parameters in ``bound`` fixed to
+    those values (the GPU-truth tests: the figure at the values the driver passed)."""
+    structs = _struct_types(ctx.model.nodes("struct"))
+    return [a for fn in ctx.model.kernels if fn.name == name and fn.body is not None
+            for a in _kernel_accesses(ctx, fn, lambda: structs, {}, bound)]
+
+
+def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
     candidates = sorted(fn.nodes_in("subscript") + fn.nodes_in("deref"),
                         key=lambda n: n.start_byte)
     if not candidates:
@@ -117,7 +125,7 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
     blocks[fn.name] = declared
     if declared is None:
         return []
-    lanes = KernelLanes(ctx, fn, declared, structs)
+    lanes = KernelLanes(ctx, fn, declared, structs, bound)
     dependent = thread_dependent_names(fn, lanes.writes, lanes.declared)
     out = []
     up = _Parents(fn.body)
@@ -140,6 +148,7 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
         if _passed_by_reference(ctx, target, up):
             continue                            # the callee decides the access width
         lanes.used_tid = set()
+        lanes.used_params = set()
         try:
             p, width = lanes.lvalue(target)
             if p.dims:
@@ -161,7 +170,8 @@ def _kernel_accesses(ctx, fn, structs, blocks) -> list[Access]:
                           is_store=is_store, block=declared, groups=groups, array=p.array,
                           index_text=text(idx) if idx is not None else "",
                           struct_field=p.field, expr_text=text(target),
-                          struct_type=_struct_of(target) if p.field else None))
+                          struct_type=_struct_of(target) if p.field else None,
+                          params=frozenset(lanes.used_params)))
     return out
 
 

@@ -1,0 +1,219 @@
+"""Wasted traffic of an uncoalesced global access, over its whole kernel (CL201's default).
+
+A warp whose lanes read 12-byte records field by field (``x = p[3*i]; y = p[3*i+1];
+z = p[3*i+2];``) touches 12 sectors per request at each of the three loads, yet every
+byte those sectors bring is used by one of the loads: the first load's sectors stay in
+L1 for the other two, and DRAM moves exactly the useful bytes. Measured on an H100
+(fixtures/CL201/traffic.json): such code runs as fast as its structure-of-arrays form.
+What costs is
+
+- bytes fetched that no access of the kernel uses: one field of a record, a column walk
+  (``fetched_and_used``: the sectors a warp fetches for an access and the bytes of them
+  that the access and its kind through the same pointer use);
+- records read whole but again on each iteration of a loop (a farthest-point-sampling
+  loop over L2-resident points): every pass pays the scattered sectors again between L2
+  and the SM (``rereading_loop``).
+
+Both are computed from the lane engine's addresses (accesses through one base pointer at
+a constant distance from each other, in every column) and from the kernel's syntax (the
+loops around an access and the variables its address is computed from).
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from tree_sitter import Node
+
+from cudalint.analysis.memory.figures import SECTOR, min_sectors_of_points
+from cudalint.analysis.memory.kernel_lanes import _declared
+from cudalint.analysis.memory.siblings import constant_distance
+from cudalint.parse import text
+
+if TYPE_CHECKING:
+    from cudalint.analysis.memory.figures import Access
+    from cudalint.model.kernels import Function
+
+_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+_IDENT = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*")
+# stores the compiler cannot move a load across unless the load's pointer is restrict
+_MEMORY_WRITE_TARGETS = ("subscript_expression", "pointer_expression", "field_expression")
+_ATOMIC = re.compile(rb"\batomic[A-Z][A-Za-z]*\s*\(")
+
+
+def fetched_and_used(access: "Access", accesses: list["Access"]) -> tuple[int, int]:
+    """(bytes a warp fetches, bytes of them the kernel uses) for ``access`` together with
+    every access through the same base pointer at a constant distance from it (in every
+    column: the same records, whoever reads them) in the same direction (loads for a
+    load, stores for a store). Per warp of every sample, at the base alignment that
+    fetches least; the pair of the warp that wastes least (a sure lower bound)."""
+    joined = [access]
+    for other in accesses:
+        if other is access or other.kernel is not access.kernel or \
+                other.space != access.space or other.region != access.region or \
+                other.width > SECTOR:
+            continue
+        if not ((access.is_load and other.is_load) or (access.is_store and other.is_store)):
+            continue
+        if constant_distance(access, other) is not None:
+            joined.append(other)
+    best: tuple[int, int] | None = None
+    for g in range(len(access.groups)):
+        points: set[int] = set()
+        spans = []
+        for a in joined:
+            for off in a.groups[g]:
+                if off is not None:
+                    points.add(off)
+                    points.add(off + a.width - 1)
+                    spans.append((off, off + a.width))
+        if not spans:
+            continue
+        fetched = SECTOR * min_sectors_of_points(points, SECTOR)
+        used = _union_size(spans)
+        if best is None or fetched - used < best[0] - best[1]:
+            best = (fetched, used)
+    return best if best is not None else (0, 0)
+
+
+def _union_size(spans: list[tuple[int, int]]) -> int:
+    total, end = 0, None
+    for lo, hi in sorted(spans):
+        if end is None or lo >= end:
+            total += hi - lo
+            end = hi
+        elif hi > end:
+            total += hi - end
+            end = hi
+    return total
+
+
+def rereading_loop(access: "Access") -> Node | None:
+    """A loop around ``access`` whose iterations touch the same records again: the
+    address does not move with the loop's iterations, and either a loop nested inside it
+    walks the records (the records are read again on the next pass), or the loop body
+    stores through memory the load's pointer may alias (the compiler cannot keep the
+    loaded value in a register)."""
+    fn = access.kernel
+    body = fn.body
+    if body is None:
+        return None
+    loops = _enclosing_loops(access.node, body)
+    if not loops:
+        return None
+    deps = _dependencies(fn, access.node)
+    moving = [_moves(fn, loop, loops[:k], deps) for k, loop in enumerate(loops)]
+    for k, loop in enumerate(loops):
+        if moving[k]:
+            continue
+        if any(moving[:k]):
+            return loop                 # an inner loop walks the records, this repeats it
+        if access.is_load and not _restrict(fn, access.region) and \
+                _stores_memory(fn, loop):
+            return loop
+    return None
+
+
+def _enclosing_loops(node: Node, body: Node) -> list[Node]:
+    """Loops around ``node`` inside ``body``, innermost first."""
+    out = []
+    cur = node.parent
+    while cur is not None and cur.id != body.id:
+        if cur.type in _LOOPS:
+            out.append(cur)
+        cur = cur.parent
+    return out
+
+
+def _dependencies(fn: "Function", node: Node) -> set[bytes]:
+    """The names an address is computed from: the identifiers of the access, and those
+    of every initializer or assignment of those names in the kernel, transitively (names
+    are not scoped: more names only make the loops move the address)."""
+    sources: dict[bytes, set[bytes]] = {}
+    for decl in fn.nodes_in("declaration"):
+        for d in decl.children_by_field_name("declarator"):
+            if d.type != "init_declarator":
+                continue
+            name = d.child_by_field_name("declarator")
+            value = d.child_by_field_name("value")
+            while name is not None and name.type != "identifier":
+                name = name.child_by_field_name("declarator")
+            if name is not None and value is not None:
+                sources.setdefault(name.text, set()).update(_IDENT.findall(value.text))
+    for kind in ("assigned",):
+        for ident in fn.nodes_in(kind):
+            w = ident.parent
+            right = w.child_by_field_name("right") if w is not None else None
+            if right is not None:
+                sources.setdefault(ident.text, set()).update(_IDENT.findall(right.text))
+    deps: set[bytes] = set()
+    todo = list(_IDENT.findall(node.text))
+    while todo:
+        name = todo.pop()
+        if name in deps:
+            continue
+        deps.add(name)
+        todo.extend(sources.get(name, ()))
+    return deps
+
+
+def _moves(fn: "Function", loop: Node, inner: list[Node], deps: set[bytes]) -> bool:
+    """Whether an iteration of ``loop`` changes a name the address depends on: a write
+    inside the loop that is not inside one of the ``inner`` loops (those around the
+    access run whole within one iteration and start again on the next)."""
+    lo, hi = loop.start_byte, loop.end_byte
+    for kind in ("assigned", "updated", "address_taken"):
+        for ident in fn.nodes_in(kind):
+            if not lo <= ident.start_byte < hi or ident.text not in deps:
+                continue
+            if any(m.start_byte <= ident.start_byte < m.end_byte for m in inner):
+                continue
+            return True
+    return False
+
+
+def _restrict(fn: "Function", region: str) -> bool:
+    p = fn.param(region)
+    return p is not None and p.restrict
+
+
+def _stores_memory(fn: "Function", loop: Node) -> bool:
+    """The loop writes through a pointer parameter or a local pointer (or calls an
+    atomic): memory a load through a pointer parameter may alias. Stores to local or
+    ``__shared__`` arrays are to objects of their own."""
+    if _ATOMIC.search(loop.text):
+        return True
+    pointers = {name for decl in fn.nodes_in("declaration")
+                for name, _, depth, _ in _declared(decl) if depth == 1}
+    stack = [loop]
+    while stack:
+        cur = stack.pop()
+        if cur.type in ("assignment_expression", "update_expression"):
+            target = cur.child_by_field_name("left") or cur.child_by_field_name("argument")
+            while target is not None and target.type == "parenthesized_expression" and \
+                    target.named_child_count == 1:
+                target = target.named_children[0]
+            if target is not None and target.type in _MEMORY_WRITE_TARGETS and \
+                    (target.type != "pointer_expression" or
+                     text(target.child_by_field_name("operator")) == "*"):
+                base = _base_name(target)
+                p = fn.param(base) if base else None
+                if base is None or base in pointers or (p is not None and p.is_pointer):
+                    return True
+        stack.extend(cur.named_children)
+    return False
+
+
+def _base_name(node: Node) -> str | None:
+    """The identifier an lvalue is reached through (``p`` in ``p[i].x``, ``*(p + 1)``)."""
+    cur: Node | None = node
+    while cur is not None and cur.type != "identifier":
+        if cur.type in ("subscript_expression", "pointer_expression", "field_expression"):
+            cur = cur.child_by_field_name("argument")
+        elif cur.type == "parenthesized_expression" and cur.named_child_count == 1:
+            cur = cur.named_children[0]
+        elif cur.type == "binary_expression":
+            cur = cur.child_by_field_name("left")
+        else:
+            return None
+    return text(cur) if cur is not None else None
