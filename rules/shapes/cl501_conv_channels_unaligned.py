@@ -13,32 +13,53 @@ _ROLES = {"Linear": (("in_features", 0), ("out_features", 1)),
 class ConvChannelsUnaligned(Rule):
     """## What it does
     Checks `torch.nn.Conv1d/2d/3d` and `torch.nn.Linear` built with literal channel or
-    feature counts (keyword or positional) and reports counts that are not multiples of 8
-    (FP16/BF16 Tensor Cores; multiples of 4 suffice for TF32). A first layer with 1 or 3
-    input channels is not asked to go to 8: the message suggests padding the input to 4
-    channels (cuDNN's C=4 kernels, with stride 2). Counts below 8 on the output side
-    (a 1- or 2-way head), grouped convolutions and non-literal sizes are left alone, and
-    so are test files (`test_*.py`, `*_test.py`, `conftest.py`, files under `tests/`,
-    `test/`, `testing/`), which build toy models on purpose. CL502 and CL503 skip them too.
+    feature counts (keyword or positional) and reports counts where choosing another
+    count changes the kernel cuDNN or cuBLAS runs:
+
+    - a count of 5 or more that is not a multiple of 8 (FP16/BF16 Tensor Cores; a
+      multiple of 4 suffices for TF32): the GEMM dimension N (= C or K) is padded to the
+      next multiple of 8, or, with cuDNN before 7.6.3 and NHWC data, the layer falls back
+      to a kernel without Tensor Cores;
+    - an image stem: a `Conv2d` with 1 to 3 input channels, a kernel larger than 1 and
+      stride 2. cuDNN has special kernels for C = 4 at stride 2, so padding the input to 4
+      channels picks them and skips cuDNN's own padding.
+
+    It stays silent where padding does not change the Tensor Core path:
+
+    - 1 to 4 input channels of any other layer (depth maps, xyz offsets, coordinate
+      grids, `Linear(3, ...)` on positions, 1x1 convolutions, stride-1 stems): the
+      reduction C*R*S is a handful of elements, the layer is bound by memory traffic, and
+      padding C to 8 only multiplies the bytes read; C = 4 kernels exist only for
+      stride 2;
+    - counts below 8 on the output side (a 1- or 2-way head), grouped convolutions and
+      non-literal sizes;
+    - test files (`test_*.py`, `*_test.py`, `conftest.py`, files under `tests/`, `test/`,
+      `testing/`), which build toy models on purpose. CL502 and CL503 skip them too.
 
     ## Why is this bad?
     cuDNN and cuBLAS pick Tensor Core kernels when C and K (or the GEMM dimensions) are
-    aligned; otherwise they pad internally or fall back to slower kernels, and NHWC data
-    may not be padded at all with older cuDNN.
+    aligned; otherwise they pad internally (cuDNN 7.6.3 and later) or fall back to slower
+    kernels, and NHWC data is not padded at all with older cuDNN. "Choosing C and K to be
+    multiples of 8 for FP16 ... gives the best efficiency: for these cases, padding is not
+    required" (cuDNN guide, 4.4.3).
 
     ## Example
     ```python
     self.proj = nn.Conv2d(64, 100, kernel_size=3)
+    self.stem = nn.Conv2d(3, 64, kernel_size=7, stride=2, padding=3)
     ```
 
     ## Use instead
     ```python
     self.proj = nn.Conv2d(64, 104, kernel_size=3)    # or 96
+    self.stem = nn.Conv2d(4, 64, kernel_size=7, stride=2, padding=3)   # input padded to 4
     ```
 
     ## References
-    - Optimizing Convolutional Layers (cuDNN), "Channels In And Out" and the quick-start
-      checklist (`shared/seeds/001_*`, `003_*`)
+    - Optimizing Convolutional Layers (cuDNN user guide), 4.4.3 "Channels In And Out"
+      (automatic padding since cuDNN 7.6.3; C = 4 kernels for first layers at stride 2,
+      Figure 8), 4.4.2 "Filter Size" (for 1x1 filters it is the product C*R*S that
+      matters) and Chapter 1, "Quick-Start Checklist" (`shared/seeds/001_*`, `003_*`)
     """
     code = "CL501"
     name = "conv-channels-unaligned"
@@ -75,15 +96,15 @@ class ConvChannelsUnaligned(Rule):
                 if v % 8 == 0:
                     continue
                 start, end = ctx.ast_span(arg)
-                if name in _CONV and role == "in_channels" and v in (1, 3):
-                    yield Finding(start, end,
-                                  f"first-layer `{name}` with {v} input channel"
-                                  f"{'s' if v > 1 else ''}: pad the input to 4 channels "
-                                  "(cuDNN has C=4 kernels, best with stride 2)",
-                                  metrics={"channels": v, "role": role, "suggested": 4})
-                    continue
-                if name in _CONV and role == "in_channels" and v == 4:
-                    continue
+                if role in ("in_channels", "in_features") and v <= 4:
+                    if name == "Conv2d" and v < 4 and _image_stem(node):
+                        yield Finding(start, end,
+                                      f"image stem `{name}` with {v} input channel"
+                                      f"{'s' if v > 1 else ''} at stride 2: pad the input "
+                                      "to 4 channels (cuDNN has C=4 kernels for stride 2; "
+                                      "other counts are padded by cuDNN itself)",
+                                      metrics={"channels": v, "role": role, "suggested": 4})
+                    continue                # not a stem: padding only adds bytes
                 if v < 8 and role in ("out_channels", "out_features"):
                     continue
                 up = (v + 7) // 8 * 8
@@ -110,6 +131,23 @@ def _layer(func):
     if isinstance(func, ast.Name) and func.id in _LAYERS:
         return func.id
     return None
+
+
+def _image_stem(call):
+    """A first layer on images as the cuDNN guide means it: kernel larger than 1x1 and
+    stride 2 (its C = 4 kernels are for stride 2). Unknown kernel or stride: not a stem."""
+    kernel = _ints(_arg(call, 2, "kernel_size"))
+    stride = _ints(_arg(call, 3, "stride"))
+    return bool(kernel) and max(kernel) > 1 and bool(stride) and max(stride) == 2
+
+
+def _ints(node):
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return [node.value]
+    if isinstance(node, (ast.Tuple, ast.List)) and node.elts and all(
+            isinstance(e, ast.Constant) and type(e.value) is int for e in node.elts):
+        return [e.value for e in node.elts]
+    return []
 
 
 def _arg(call, pos, kw):
