@@ -50,6 +50,8 @@ class Settings:
     ptxas: PtxasSettings = field(default_factory=PtxasSettings)
     defines: tuple[tuple[str, int], ...] = ()       # -D values assumed for every unit
     parse_notices: bool = False     # CL000 for each kernel with a region tree-sitter can't read
+    # a project's own CUDA compile wrappers: ((qualified name, ((field, value), ...)), ...)
+    python_compile_apis: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     config_path: str | None = None                  # where these settings came from
     root: str = "."                                 # the config's folder (or the cwd)
 
@@ -151,6 +153,45 @@ def _defines(key: str, value: Any, where: str):
     return tuple(value.items())
 
 
+_API_ARGS = ("source", "name", "preamble", "options", "name-expressions")
+_API_FORMS = ("code", "sources", "cupy-elementwise", "cupy-reduction", "pycuda-elementwise",
+              "pycuda-reduction", "pycuda-scan")
+
+
+def _compile_apis(key: str, value: Any, where: str):
+    """``[tool.cudalint.python-compile-apis."pkg.mod.fn"]``: which argument of a wrapper
+    holds what (docs/python-sources.md); read by cudalint/sources/python/apis.py."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: `{key}` must map qualified names to tables")
+    out = []
+    for qual, spec in sorted(value.items()):
+        if not isinstance(spec, dict):
+            raise ConfigError(f"{where}: `{key}.{qual}` must be a table")
+        fields_ = []
+        for k, v in sorted(spec.items()):
+            if k in _API_ARGS:
+                ok = (type(v) is int and v >= 0) or isinstance(v, str) or (
+                    isinstance(v, list) and len(v) == 2 and type(v[0]) is int and v[0] >= 0
+                    and isinstance(v[1], str))
+                v = tuple(v) if isinstance(v, list) else v
+            elif k == "form":
+                ok = v in _API_FORMS
+            elif k == "launch":
+                ok = v in ("cupy", "pycuda", "library")
+            elif k == "block":
+                ok = type(v) is int and 0 < v <= 1024
+            else:
+                raise ConfigError(f"{where}: unknown key `{key}.{qual}.{k}` (known: "
+                                  f"{', '.join(_API_ARGS + ('block', 'form', 'launch'))})")
+            if not ok:
+                raise ConfigError(f"{where}: `{key}.{qual}.{k}` has a wrong value {v!r} "
+                                  "(an argument is a position, a keyword or [position, "
+                                  "\"keyword\"])")
+            fields_.append((k, v))
+        out.append((qual, tuple(fields_)))
+    return tuple(out)
+
+
 def _ptxas(key: str, value: Any, where: str) -> PtxasSettings:
     if not isinstance(value, dict):
         raise ConfigError(f"{where}: `{key}` must be a table")
@@ -188,6 +229,7 @@ OPTIONS = {
     "ptxas": ("ptxas", _ptxas),
     "defines": ("defines", _defines),
     "parse-notices": ("parse_notices", _bool),
+    "python-compile-apis": ("python_compile_apis", _compile_apis),
 }
 
 

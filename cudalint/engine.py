@@ -119,7 +119,7 @@ def _distinct(diagnostics) -> list[Diagnostic]:
 
 def _python_units(file: SourceFile, settings: Settings, notices) -> list[Unit]:
     from cudalint.sources.python.extract import extract_python_units
-    extraction = extract_python_units(file.text, file.path)
+    extraction = extract_python_units(file.text, file.path, settings.python_compile_apis)
     notices.extend(extraction.notes)
     return [Unit(file=file, text=k.text, embedded=k, index=i,
                  extra_defines=dict(settings.defines))

@@ -9,15 +9,38 @@ from __future__ import annotations
 import ast
 import warnings
 
-from cudalint.sources.python.calls import API_USE, API_WORDS, Collector
+import re
+from functools import lru_cache
+
+from cudalint.sources.python.apis import SIGNAL_WORDS, CompileApi, user_apis
+from cudalint.sources.python.calls import Collector
 from cudalint.sources.python.resolve import Extractor
 from cudalint.sources.python.units import PythonExtraction
 
+# chainer's wrappers have common last names: the module attribute is the signal
+_CHAINER_WORDS = ("cuda.elementwise", "cuda.reduce", "cuda.raw")
 
-def extract_python_units(text: str, filename: str = "<python>") -> PythonExtraction:
-    """Every CUDA unit held in a Python file. Never raises."""
+
+@lru_cache(maxsize=16)
+def _signals(configured: tuple[str, ...]) -> tuple[tuple[str, ...], re.Pattern]:
+    """Words one of which a file must hold to be parsed, and the regex of a call (or an
+    aliased import) of one."""
+    words = tuple(sorted(set(SIGNAL_WORDS) | set(configured)))
+    use = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\s*(?:\(|as\b)"
+                     + r"|\bcuda\.(?:elementwise|reduce|raw)\s*\(")
+    return words + _CHAINER_WORDS, use
+
+
+def extract_python_units(text: str, filename: str = "<python>",
+                         compile_apis: tuple = ()) -> PythonExtraction:
+    """Every CUDA unit held in a Python file. Never raises.
+
+    ``compile_apis``: the ``python-compile-apis`` setting (a project's own wrappers).
+    """
     result = PythonExtraction()
-    if not any(w in text for w in API_WORDS) or API_USE.search(text) is None:
+    apis: dict[str, CompileApi] = user_apis(compile_apis)
+    words, use = _signals(tuple(sorted({q.rsplit(".", 1)[-1] for q in apis})))
+    if not any(w in text for w in words) or use.search(text) is None:
         return result
     try:
         with warnings.catch_warnings():
@@ -36,7 +59,7 @@ def extract_python_units(text: str, filename: str = "<python>") -> PythonExtract
                              "kernel strings in it were not analysed"))
         return result
     try:
-        Collector(text, tree, result).run()
+        Collector(text, tree, result, apis, filename).run()
     except RecursionError:
         result.notes.append((0, "Python expressions nested too deeply; kernel strings in "
                              "this file were not analysed"))

@@ -1,127 +1,265 @@
 """The Python calls that launch a kernel found in the file: grid, block, shared memory.
 
-A variable bound to a compile call, or to ``mod.get_function("name")`` of one, is a
-kernel handle; a call of a handle that passes a block is a launch (CuPy
-``k(grid, block, args, shared_mem=...)``, PyCUDA ``f(..., block=..., grid=...,
-shared=...)``). Each launch is attached to the kernels its handle stands for; block and
-grid are kept only when every dimension is a known positive int.
+A kernel handle is a variable (or ``self.attribute``) bound to a compile call, to
+``mod.get_function("name")`` of one, or to a call of a function of the module that
+returns one (``_get_kernel()`` in a memoized helper); a call of a handle that passes a
+block is a launch: CuPy ``k(grid, block, args, shared_mem=...)``, PyCUDA ``f(...,
+block=..., grid=..., shared=...)`` and ``f.prepared_call(grid, block, ...)``, and for
+the kernels the library launches itself (CuPy ElementwiseKernel, ReductionKernel), a
+``block_size=`` keyword. Each launch is attached to the kernels its handle stands for.
+
+A block is kept only when every dimension is a known positive int. A block tuple (or
+one of its dimensions) assigned in the branches of an ``if``/``elif``/``else`` gives one
+launch per shape; a kernel launched with several shapes is then analysed once per shape
+(:func:`split_by_shape`), so each finding says which shape it holds for, and a finding
+that holds for all of them is said once.
 """
 from __future__ import annotations
 
 import ast
+import copy
+import itertools
 
+from cudalint.sources.python import apis as A
+from cudalint.sources.python.flow import _own_returns
 from cudalint.sources.python.resolve import Extractor, Scope
+from cudalint.sources.python.snippets import arg
 from cudalint.sources.python.units import EmbeddedKernel, PyLaunch, PythonExtraction
+
+MAX_SHAPES = 4            # shapes of one kernel analysed apart; more: none is assumed
+_HANDLE_ATTRS = ("get_function", "get_kernel")
+_PREPARED = ("prepared_call", "prepared_async_call", "prepared_timed_call")
+
+
+def _key(expr: ast.expr) -> str | None:
+    """The name a handle is kept under: ``k`` or ``self.k``."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and \
+            expr.value.id in ("self", "cls"):
+        return f"{expr.value.id}.{expr.attr}"
+    return None
+
+
+def _base_name(name: str) -> str:
+    """``k<float, 4>`` (a name expression) -> ``k``: the function the launch runs."""
+    return name.split("<", 1)[0].strip()
 
 
 class LaunchReader:
     """The launch half of :class:`~cudalint.sources.python.calls.Collector`.
 
     It reads the collector's extractor (``ex``), the kernels found so far (``result``),
-    the statements whose expressions may hold calls (``pending``), and the collector's
-    ``arg``, ``lines_matching`` and ``touches``.
+    the statements whose expressions may hold calls (``pending``), the module
+    (``tree``), and the collector's ``lines_matching`` and ``touches``.
     """
 
     ex: Extractor
     result: PythonExtraction
     pending: list[tuple[ast.AST, Scope]]
+    tree: ast.Module
 
-    # -- launches -----------------------------------------------------------------------
+    # -- handles ------------------------------------------------------------------------
 
     def attach_launches(self) -> None:
         if not self.result.kernels:
             return
-        ex = self.ex
-        by_call = {id(getattr(k, "_call")): k for k in self.result.kernels}
-        # variables bound to an API call, and to mod.get_function("name")
-        handles: dict[str, tuple[list[EmbeddedKernel], str | None]] = {}
-        ambiguous: set[str] = set()
-
-        def bind(name: str, value) -> None:
-            if name in handles or name in ambiguous:
-                handles.pop(name, None)
-                ambiguous.add(name)
-                return
-            handles[name] = value
-
-        assigns: list[ast.Assign] = []
-        for node, _ in self.pending:
-            if isinstance(node, ast.Assign):
-                assigns.append(node)
-        assigns.sort(key=lambda n: n.lineno)
-        for node in assigns:
-            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
-                continue
-            target, value = node.targets[0].id, node.value
-            if isinstance(value, ast.Call) and id(value) in by_call:
-                k = by_call[id(value)]
-                bind(target, ([k], k.name))
-            elif isinstance(value, ast.Call):
-                got = self.get_function(value, handles)
-                if got is not None:
-                    bind(target, got)
-        if not handles:
+        self.by_call = {id(getattr(k, "_call")): k for k in self.result.kernels}
+        self.handles: dict[str, tuple[list[EmbeddedKernel], str | None]] = {}
+        self.ambiguous: set[str] = set()
+        self.makers: dict[str, tuple[list[EmbeddedKernel], str | None]] = {}
+        assigns = sorted((n for n, _ in self.pending if isinstance(n, ast.Assign)),
+                         key=lambda n: (n.lineno, n.col_offset))
+        for _ in range(2):      # a helper's result may be bound before the helper is read
+            for node in assigns:
+                if len(node.targets) == 1:
+                    key = _key(node.targets[0])
+                    got = self.handle_of(node.value) if key else None
+                    if got is not None:
+                        self.bind(key, got, node)
+            self.find_makers()
+        if not self.handles and not self.makers:
             return
-        hot = self.lines_matching(set(handles))
+        hot = self.lines_matching({k.split(".")[-1] for k in self.handles} | set(self.makers)
+                                  | set(_PREPARED))
         for node, scope in self.pending:
             if not self.touches(node, hot):
                 continue
             for call in ast.walk(node):
-                if not isinstance(call, ast.Call):
-                    continue
-                target = None
-                if isinstance(call.func, ast.Name) and call.func.id in handles:
-                    target = handles[call.func.id]
-                elif isinstance(call.func, ast.Call):
-                    target = self.get_function(call.func, handles)
-                if target is None:
-                    continue
-                kernels, kname = target
-                launch = self.launch(call, scope, kernels[0].api, kname)
-                if launch is not None:
-                    for k in kernels:
-                        k.launches.append(launch)
+                if isinstance(call, ast.Call):
+                    self.read_launch(call, scope)
+        for k in self.result.kernels:
+            explicit = [la for la in k.launches if la.start != k.call_start]
+            if explicit and any(la.start == k.call_start for la in k.launches):
+                # a block_size= given at the launches replaces the library's own
+                api = getattr(k, "_api", None)
+                if api is not None and api.launch == A.LIBRARY_LAUNCH:
+                    k.launches[:] = explicit
+        self.result.kernels[:] = split_by_shape(self.result.kernels)
 
-    def get_function(self, call: ast.Call, handles):
-        f = call.func
-        if isinstance(f, ast.Attribute) and f.attr in ("get_function", "get_kernel") and \
-                len(call.args) >= 1 and isinstance(f.value, ast.Name) and \
-                f.value.id in handles:
-            name = self.ex.const(call.args[0], None)
-            if isinstance(name, str):
-                return handles[f.value.id][0], name
+    def bind(self, key: str, value, node) -> None:
+        seen = getattr(self, "_bound_at", None)
+        if seen is None:
+            seen = self._bound_at = {}
+        if seen.get(key) is node:
+            return
+        if key in self.handles or key in self.ambiguous:
+            self.handles.pop(key, None)
+            self.ambiguous.add(key)
+            return
+        seen[key] = node
+        self.handles[key] = value
+
+    def handle_of(self, value: ast.expr):
+        """(kernels, kernel name) a value stands for, or None."""
+        if not isinstance(value, ast.Call):
+            if isinstance(value, (ast.Name, ast.Attribute)):
+                key = _key(value)
+                return self.handles.get(key) if key else None
+            return None
+        if id(value) in self.by_call:
+            k = self.by_call[id(value)]
+            return [k], k.name
+        f = value.func
+        if isinstance(f, ast.Attribute) and f.attr in _HANDLE_ATTRS and value.args:
+            base = self.handle_of(f.value)
+            name = self.ex.const(value.args[0], None)
+            if base is not None and isinstance(name, str):
+                return base[0], _base_name(name)
+            return None
+        if isinstance(f, ast.Name) and f.id in self.makers:
+            return self.makers[f.id]
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+                f.value.id in ("self", "cls") and f.attr in self.makers:
+            return self.makers[f.attr]
         return None
 
+    def find_makers(self) -> None:
+        """Functions of the module every return of which is a kernel handle."""
+        for fn in ast.walk(self.tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                    fn.name in self.makers:
+                continue
+            rets = _own_returns(fn)
+            if not rets or any(r.value is None for r in rets):
+                continue
+            got = [self.handle_of(r.value) for r in rets]
+            if all(g is not None for g in got) and len({id(g[0][0]) for g in got}) == 1 \
+                    and len({g[1] for g in got}) == 1:
+                self.makers[fn.name] = got[0]
+
+    # -- launches -----------------------------------------------------------------------
+
+    def read_launch(self, call: ast.Call, scope) -> None:
+        f = call.func
+        prepared = False
+        target = None
+        if isinstance(f, ast.Attribute) and f.attr in _PREPARED:
+            target = self.handle_of(f.value)
+            prepared = True
+        elif isinstance(f, (ast.Name, ast.Attribute)):
+            key = _key(f)
+            target = self.handles.get(key) if key else None
+        elif isinstance(f, ast.Call):
+            target = self.handle_of(f)
+        if target is None:
+            return
+        kernels, kname = target
+        for launch in self.launches(call, scope, kernels[0], kname, prepared):
+            for k in kernels:
+                k.launches.append(launch)
+
+    def launches(self, call: ast.Call, scope, k: EmbeddedKernel, kname: str | None,
+                 prepared: bool) -> list[PyLaunch]:
+        s, e = self.ex.span(call)
+        api = getattr(k, "_api", None)
+        launch = api.launch if api is not None else A.CUPY_LAUNCH
+        if prepared:
+            grid, block, shared = arg(call, 0, None), arg(call, 1, None), None
+        elif launch == A.PYCUDA_LAUNCH:
+            grid, block, shared = (arg(call, None, "grid"), arg(call, None, "block"),
+                                   arg(call, None, "shared"))
+        elif launch == A.LIBRARY_LAUNCH:
+            grid, block, shared = None, arg(call, None, "block_size"), None
+        else:
+            grid, block, shared = (arg(call, 0, "grid"), arg(call, 1, "block"),
+                                   arg(call, None, "shared_mem"))
+        if block is None:
+            return []
+        smem = self.ex.const(shared, scope) if shared is not None else 0
+        blocks = self.dims_all(block, scope) or [None]
+        grids = self.dims_all(grid, scope) if grid is not None else None
+        g = grids[0] if grids and len(grids) == 1 else None
+        return [PyLaunch(kernel=kname, block=b, grid=g,
+                         shared_mem=smem if isinstance(smem, int) else None, start=s, end=e)
+                for b in blocks]
+
     def dims(self, expr: ast.expr | None, scope) -> tuple[int, ...] | None:
-        if expr is None:
+        shapes = self.dims_all(expr, scope) if expr is not None else None
+        return shapes[0] if shapes and len(shapes) == 1 else None
+
+    def dims_all(self, expr: ast.expr, scope, depth: int = 0
+                 ) -> list[tuple[int, ...]] | None:
+        """Every shape a launch dimension expression may have, or None when one of them
+        is not known (a name assigned in branches gives one shape per branch)."""
+        if depth > 8:
             return None
         if isinstance(expr, ast.Name):
-            found = self.ex.lookup(expr.id, scope, expr.lineno, 0)
-            if found is not None and len(found[1]) == 1 and isinstance(
-                    found[1][0].value, (ast.Tuple, ast.List)):
-                return self.dims(found[1][0].value, found[0])
-        elts = expr.elts if isinstance(expr, (ast.Tuple, ast.List)) else [expr]
-        vals = []
-        for e in elts:
-            v = self.ex.const(e, scope)
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            alts = self.ex.alternatives(expr.id, scope, expr.lineno)
+            self.ex.why = None
+            if not alts:
                 return None
-            vals.append(v)
-        return tuple(vals) if 1 <= len(vals) <= 3 else None
-
-    def launch(self, call: ast.Call, scope, api: str, kname: str | None) -> PyLaunch | None:
-        s, e = self.ex.span(call)
-        if api.startswith("pycuda"):
-            block = self.arg(call, None, "block")
-            grid = self.arg(call, None, "grid")
-            shared = self.arg(call, None, "shared")
-        else:
-            grid = self.arg(call, 0, "grid")
-            block = self.arg(call, 1, "block")
-            shared = self.arg(call, None, "shared_mem")
-        if block is None:
+            out: list[tuple[int, ...]] = []
+            for owner, value in alts:
+                got = self.dims_all(value, owner, depth + 1) \
+                    if isinstance(value, ast.expr) else None
+                if got is None:
+                    return None
+                out.extend(x for x in got if x not in out)
+            return out if len(out) <= MAX_SHAPES else None
+        elts = expr.elts if isinstance(expr, (ast.Tuple, ast.List)) else [expr]
+        if not 1 <= len(elts) <= 3:
             return None
-        smem = self.ex.const(shared, scope) if shared is not None else 0
-        return PyLaunch(kernel=kname, block=self.dims(block, scope),
-                        grid=self.dims(grid, scope),
-                        shared_mem=smem if isinstance(smem, int) else None, start=s, end=e)
+        per_dim = []
+        for el in elts:
+            v = self.ex.const(el, scope)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                per_dim.append([v])
+                continue
+            if isinstance(el, ast.Name) and isinstance(expr, (ast.Tuple, ast.List)):
+                sub = self.dims_all(el, scope, depth + 1)
+                if sub and all(len(x) == 1 for x in sub):
+                    per_dim.append([x[0] for x in sub])
+                    continue
+            return None
+        shapes = [tuple(c) for c in itertools.product(*per_dim)]
+        return shapes if len(shapes) <= MAX_SHAPES else None
+
+
+def split_by_shape(kernels: list[EmbeddedKernel]) -> list[EmbeddedKernel]:
+    """One copy of a kernel per block shape it is launched with (up to MAX_SHAPES), each
+    copy keeping the launches of one shape: a rule sees one shape at a time."""
+    out = []
+    for k in kernels:
+        by_name: dict = {}
+        for la in k.launches:
+            if la.block is not None:
+                shape = tuple(list(la.block) + [1] * (3 - len(la.block)))
+                by_name.setdefault(la.kernel, [])
+                if shape not in by_name[la.kernel]:
+                    by_name[la.kernel].append(shape)
+        n = max((len(v) for v in by_name.values()), default=1)
+        if n <= 1 or n > MAX_SHAPES:
+            out.append(k)
+            continue
+        for i in range(n):
+            c = copy.copy(k)
+            c.launches = [la for la in k.launches if la.block is None or
+                          _shape_index(by_name[la.kernel], la.block, i)]
+            out.append(c)
+    return out
+
+
+def _shape_index(shapes: list, block: tuple[int, ...], i: int) -> bool:
+    shape = tuple(list(block) + [1] * (3 - len(block)))
+    return shapes.index(shape) == i % len(shapes)

@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from contextlib import contextmanager
 
+from cudalint.sources.python.flow import Flow
 from cudalint.sources.python.mapping import MStr, Scanner, format_field_end
+from cudalint.sources.python.scopes import Binding, Scope
 
 _DEDENT = {"textwrap.dedent"}
+# source text read from a file when the program runs (issue 21 leaves these unread)
+_READERS = {"open", "io.open", "pkgutil.get_data", "codecs.open"}
+_READ_METHODS = {"read", "read_text", "read_bytes", "readlines"}
 
 MAX_DEPTH = 24          # name/expression resolution depth
 
@@ -33,114 +38,19 @@ class _Opaque:
 
 
 # ---------------------------------------------------------------------------------------
-# scopes and bindings
-
-
-@dataclass
-class _Binding:
-    line: int
-    value: ast.expr
-    aug: bool
-    direct: bool             # a statement of the scope's own body (not under if/for/try)
-
-
-class Scope:
-    """A module, class or function body; its bindings are collected on first use."""
-
-    def __init__(self, node: ast.AST, parent: "Scope | None"):
-        self.node = node
-        self.parent = parent
-        self._bindings: dict[str, list[_Binding]] | None = None
-        self._params: set[str] = set()
-
-    @property
-    def params(self) -> set[str]:
-        self.bindings        # noqa: B018 (collects)
-        return self._params
-
-    @property
-    def bindings(self) -> dict[str, list[_Binding]]:
-        if self._bindings is None:
-            self._bindings = {}
-            node = self.node
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                a = node.args
-                for arg in a.posonlyargs + a.args + a.kwonlyargs:
-                    self._params.add(arg.arg)
-                if a.vararg:
-                    self._params.add(a.vararg.arg)
-                if a.kwarg:
-                    self._params.add(a.kwarg.arg)
-                body = node.body if isinstance(node.body, list) else []
-            else:
-                body = getattr(node, "body", [])
-            self._collect(body, direct=True)
-        return self._bindings
-
-    def _collect(self, stmts, direct: bool) -> None:
-        for st in stmts:
-            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self._bind(st.name, st.lineno, None, direct)   # shadows any string
-                continue
-            if isinstance(st, ast.Assign):
-                for t in st.targets:
-                    if isinstance(t, ast.Name):
-                        self._bind(t.id, st.lineno, st.value, direct)
-                    else:
-                        for n in ast.walk(t):
-                            if isinstance(n, ast.Name):
-                                self._bind(n.id, st.lineno, None, direct)
-            elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
-                if st.value is not None:
-                    self._bind(st.target.id, st.lineno, st.value, direct)
-            elif isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
-                if isinstance(st.op, ast.Add):
-                    self._bindings.setdefault(st.target.id, []).append(
-                        _Binding(st.lineno, st.value, True, direct))
-                else:
-                    self._bind(st.target.id, st.lineno, None, direct)
-            elif isinstance(st, (ast.For, ast.AsyncFor)):
-                for n in ast.walk(st.target):
-                    if isinstance(n, ast.Name):
-                        self._bind(n.id, st.lineno, None, False)
-            elif isinstance(st, (ast.Import, ast.ImportFrom)):
-                for alias in st.names:
-                    self._bind((alias.asname or alias.name).split(".")[0], st.lineno, None,
-                               direct)
-            for name in ("body", "orelse", "finalbody"):
-                sub = getattr(st, name, None)
-                if isinstance(sub, list) and not isinstance(
-                        st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    self._collect(sub, direct=False)
-            for h in getattr(st, "handlers", []) or []:
-                self._collect(h.body, direct=False)
-            if isinstance(st, ast.With) or isinstance(st, ast.AsyncWith):
-                for item in st.items:
-                    if item.optional_vars is not None:
-                        for n in ast.walk(item.optional_vars):
-                            if isinstance(n, ast.Name):
-                                self._bind(n.id, st.lineno, None, False)
-            if hasattr(ast, "Match") and isinstance(st, ast.Match):
-                for case in st.cases:
-                    self._collect(case.body, direct=False)
-
-    def _bind(self, name: str, line: int, value, direct: bool) -> None:
-        self._bindings.setdefault(name, []).append(_Binding(line, value, False, direct))
-
-
-# ---------------------------------------------------------------------------------------
-
-
-# ---------------------------------------------------------------------------------------
 # the extractor
 
 
-class Extractor:
+class Extractor(Flow):
     def __init__(self, text: str):
         self.text = text
         self.scanner = Scanner(text)
         self.opaque = _Opaque()
         self.aliases: dict[str, str] = {}
+        self.why: str | None = None          # why the last resolution gave up
+        # (id(scope), name) -> (expression, its scope): arguments of an inlined call,
+        # the current element of an unrolled loop
+        self.bound: dict[tuple[int, str], tuple[ast.expr, Scope | None]] = {}
         # char offset of the start of each line as ast counts lines
         starts = [0]
         for m in re.finditer(r"\r\n|\r|\n", text):
@@ -175,6 +85,27 @@ class Extractor:
             return f"{base}.{expr.attr}" if base else None
         return None
 
+    # -- names bound while resolving (function arguments, loop variables) ---------------
+
+    def fail(self, why: str) -> None:
+        """Remember the first reason a resolution gave up (the unread list shows it)."""
+        if self.why is None:
+            self.why = why
+
+    @contextmanager
+    def binding(self, scope: Scope | None, values: dict[str, tuple[ast.expr, Scope | None]]):
+        saved = {n: self.bound.get((id(scope), n)) for n in values}
+        for n, v in values.items():
+            self.bound[(id(scope), n)] = v
+        try:
+            yield
+        finally:
+            for n, v in saved.items():
+                if v is None:
+                    self.bound.pop((id(scope), n), None)
+                else:
+                    self.bound[(id(scope), n)] = v
+
     # -- values -------------------------------------------------------------------------
 
     def lookup(self, name: str, scope: Scope | None, line: int, depth: int):
@@ -182,33 +113,67 @@ class Extractor:
 
         In the innermost scope only bindings above `line` count; in enclosing scopes
         (a function reading a module constant) every binding counts, and there must be
-        one plain assignment (plus any later ``+=``) to follow.
+        one plain assignment to follow, then only ``+=`` (unconditional, or each inside
+        one ``for`` loop that is a statement of the body). An argument of an inlined
+        call or a loop variable being unrolled is found first.
         """
         first = True
         while scope is not None:
             if not first and isinstance(scope.node, ast.ClassDef):
                 scope = scope.parent            # class bodies do not enclose methods
                 continue
+            got = self.bound.get((id(scope), name))
+            if got is not None:
+                return got[1], [Binding(0, got[0], False, True)]
             if name in scope.params:
+                self.fail(f"`{name}` is a parameter of `{getattr(scope.node, 'name', '?')}`")
                 return None
             binds = scope.bindings.get(name)
             if binds:
                 cands = [b for b in binds if b.line < line] if first else binds
                 if not cands:
-                    return None
-                if len(cands) > 1 and not all(b.direct for b in cands):
+                    self.fail(f"`{name}` is bound only after line {line}")
                     return None
                 last_plain = max((k for k, b in enumerate(cands) if not b.aug), default=-1)
                 if last_plain < 0 or cands[last_plain].value is None:
+                    self.fail(f"`{name}` is bound to something read at run time "
+                              "(an import, a loop variable, an unpacked value)")
                     return None
-                return scope, cands[last_plain:]
+                chosen = cands[last_plain:]
+                if len(cands) > 1 and not (chosen[0].direct and all(
+                        b.direct or (b.aug and b.loop is not None) for b in chosen)):
+                    self.fail(f"`{name}` is assigned in branches (its value depends on "
+                              "the run)")
+                    return None
+                return scope, chosen
             scope = scope.parent
             first = False
+        self.fail(f"`{name}` is not assigned in this module")
+        return None
+
+    def alternatives(self, name: str, scope: Scope | None, line: int):
+        """Every value a name may hold at `line` when it is assigned in the branches of
+        an ``if``/``elif``/``else`` (or once): [(scope, value)], or None."""
+        found = self.lookup(name, scope, line, 0)
+        if found is not None:
+            owner, binds = found
+            return [(owner, binds[0].value)] if len(binds) == 1 else None
+        while scope is not None:
+            binds = scope.bindings.get(name)
+            if binds:
+                cands = [b for b in binds if b.line < line]
+                if not cands or any(b.aug or b.value is None or b.loop for b in cands):
+                    return None
+                return [(scope, b.value) for b in cands]
+            if name in scope.params:
+                return None
+            scope = scope.parent
         return None
 
     def string(self, expr: ast.expr, scope: Scope | None, depth: int = 0) -> MStr | None:
         """The mapped value of a string expression, or None when it is not known."""
         if depth > MAX_DEPTH:
+            self.fail("nested too deeply")
             return None
         if isinstance(expr, ast.Constant):
             if isinstance(expr.value, str):
@@ -222,48 +187,72 @@ class Extractor:
                 return None
             owner, binds = found
             val = None
-            for b in binds:
-                part = self.string(b.value, owner, depth + 1)
+            k = 0
+            while k < len(binds):
+                b = binds[k]
+                if b.aug and b.loop is not None:
+                    group = [x for x in binds[k:] if x.loop is b.loop]
+                    k += len(group)
+                    part = self.unroll(b.loop, group, owner, depth)
+                else:
+                    k += 1
+                    part = self.string(b.value, owner, depth + 1) \
+                        if isinstance(b.value, ast.expr) else None
                 if part is None:
                     return None
                 val = part if val is None else val + part
             return val
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
-            left = self.string(expr.left, scope, depth + 1)
-            right = self.string(expr.right, scope, depth + 1) if left is not None else None
-            return left + right if left is not None and right is not None else None
+            return self.concat(expr, scope, depth)
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod):
             template = self.string(expr.left, scope, depth + 1)
             if template is None:
                 return None
             return self.percent(template, expr.right, scope, depth)
+        if isinstance(expr, ast.IfExp):
+            self.fail("chosen by a conditional expression at run time")
+            return None
         if isinstance(expr, ast.Call):
-            fn = expr.func
-            if self.qualname(fn) in _DEDENT and len(expr.args) == 1 and not expr.keywords:
-                inner = self.string(expr.args[0], scope, depth + 1)
-                return dedent(inner) if inner is not None else None
-            if isinstance(fn, ast.Attribute):
-                if fn.attr in ("strip", "lstrip", "rstrip") and not expr.args \
-                        and not expr.keywords:
-                    inner = self.string(fn.value, scope, depth + 1)
-                    return strip(inner, fn.attr) if inner is not None else None
-                if fn.attr == "format":
-                    template = self.string(fn.value, scope, depth + 1)
-                    if template is None:
-                        return None
-                    return self.format(template, expr, scope, depth)
-                if fn.attr == "join" and len(expr.args) == 1 and not expr.keywords:
-                    sep = self.string(fn.value, scope, depth + 1)
-                    seq = expr.args[0]
-                    if sep is None or not isinstance(seq, (ast.List, ast.Tuple)):
-                        return None
-                    out: MStr | None = None
-                    for k, item in enumerate(seq.elts):
-                        part = self.string(item, scope, depth + 1)
-                        if part is None:
-                            return None
-                        out = part if out is None else out + sep + part
-                    return out if out is not None else MStr()
+            return self.call_string(expr, scope, depth)
+        self.fail(f"a {type(expr).__name__.lower()} expression is not followed")
+        return None
+
+    def call_string(self, expr: ast.Call, scope, depth: int) -> MStr | None:
+        fn = expr.func
+        qual = self.qualname(fn)
+        if qual in _DEDENT and len(expr.args) == 1 and not expr.keywords:
+            inner = self.string(expr.args[0], scope, depth + 1)
+            return dedent(inner) if inner is not None else None
+        if qual in _READERS or (isinstance(fn, ast.Name) and fn.id == "open") or (
+                isinstance(fn, ast.Attribute) and fn.attr in _READ_METHODS):
+            self.fail("read from a file at run time")
+            return None
+        if isinstance(fn, ast.Attribute):
+            if fn.attr in ("strip", "lstrip", "rstrip") and not expr.args \
+                    and not expr.keywords:
+                inner = self.string(fn.value, scope, depth + 1)
+                return strip(inner, fn.attr) if inner is not None else None
+            if fn.attr == "format":
+                template = self.string(fn.value, scope, depth + 1)
+                if template is None:
+                    return None
+                return self.format(template, expr, scope, depth)
+            if fn.attr == "join" and len(expr.args) == 1 and not expr.keywords:
+                sep = self.string(fn.value, scope, depth + 1)
+                parts = self.strings(expr.args[0], scope, depth + 1) \
+                    if sep is not None else None
+                if parts is None:
+                    return None
+                out: MStr | None = None
+                for part in parts:
+                    out = part if out is None else out + sep + part
+                return out if out is not None else MStr()
+            if fn.attr in ("substitute", "safe_substitute"):
+                return self.substitute(expr, scope, depth)
+        target = self.function_of(fn, scope)
+        if target is not None:
+            return self.inline(expr, target[0], target[1], scope, depth)
+        self.fail(f"returned by `{ast.unparse(fn)[:40]}(...)`, not followed")
         return None
 
     def const(self, expr: ast.expr, scope: Scope | None, depth: int = 0):
@@ -294,6 +283,10 @@ class Extractor:
 
     def placeholder(self, value_expr: ast.expr | None, scope, depth: int,
                     spec: str = "", conversion: str = "") -> MStr:
+        if value_expr is not None and not spec and conversion in ("", "s"):
+            text = self.text_value(value_expr, scope, depth)
+            if text is not None:
+                return text
         value = self.const(value_expr, scope, depth + 1) if value_expr is not None else None
         if value is None:
             return self.opaque.token()
@@ -305,6 +298,18 @@ class Extractor:
             return MStr.synthetic(format(value, spec))
         except (ValueError, TypeError):
             return self.opaque.token()
+
+    def text_value(self, expr: ast.expr, scope, depth: int) -> MStr | None:
+        """A str value substituted into a template, mapped to the literal that holds it
+        (so a finding inside it points there); None for anything but a string."""
+        if isinstance(expr, ast.Constant) and not isinstance(expr.value, str):
+            return None
+        saved, n = self.why, self.opaque.n
+        out = self.string(expr, scope, depth + 1)
+        self.why = saved
+        if out is None:
+            self.opaque.n = n
+        return out
 
     # -- literal forms ------------------------------------------------------------------
 
@@ -406,6 +411,17 @@ class Extractor:
 
     def percent(self, template: MStr, right: ast.expr, scope, depth: int) -> MStr | None:
         t = template.text
+        if isinstance(right, ast.Name) and depth < MAX_DEPTH:
+            saved = self.why
+            found = self.lookup(right.id, scope, right.lineno, depth)
+            self.why = saved
+            if found is not None and len(found[1]) == 1 and isinstance(
+                    found[1][0].value, (ast.Tuple, ast.Dict, ast.Call)):
+                return self.percent(template, found[1][0].value, found[0], depth + 1)
+        if isinstance(right, ast.Call) and isinstance(right.func, ast.Name) and \
+                right.func.id == "dict" and not right.args:
+            right = ast.Dict([ast.Constant(k.arg) for k in right.keywords if k.arg],
+                             [k.value for k in right.keywords if k.arg])
         if isinstance(right, ast.Tuple):
             seq: list[ast.expr] | None = list(right.elts)
             mapping = None
@@ -430,6 +446,12 @@ class Extractor:
             else:
                 expr = seq[k] if seq is not None and k < len(seq) else None
                 k += 1
+            if expr is not None and m.group(5) == "s" and not (
+                    m.group(2) or m.group(3) or m.group(4)):
+                text = self.text_value(expr, scope, depth)
+                if text is not None:
+                    out = out + text
+                    continue
             value = self.const(expr, scope, depth + 1) if expr is not None else None
             if value is None:
                 out = out + self.opaque.token()

@@ -5,6 +5,7 @@ offset of each of its characters (``char_map``; -1 for wrapper code and substitu
 values), the call's span, kernel name and compiler options (:class:`PyOption`, each
 with its span in the file) and the calls that launch it (:class:`PyLaunch`).
 :meth:`EmbeddedKernel.map_edit` turns an edit of the CUDA text into one of the file.
+An :class:`Unread` is a compile call whose source could not be read, with the reason.
 """
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ class EmbeddedKernel:
     no_extern_c: bool = False
     pieces: list[tuple[int, int, bool, str]] = field(default_factory=list)
     # (file start, file end, raw, quote) of each string literal the text came from
+    name_expressions: list[str] = field(default_factory=list)   # RawModule instantiations
 
     def map_offset(self, i: int) -> int:
         if 0 <= i < len(self.char_map):
@@ -107,7 +109,21 @@ class EmbeddedKernel:
         return None
 
 
+@dataclass(frozen=True)
+class Unread:
+    """A compile call whose CUDA source was not analysed, and why."""
+
+    start: int                              # file span of the call
+    end: int
+    api: str                                # e.g. "cupy.RawModule"
+    reason: str
+
+    def message(self) -> str:
+        return f"`{self.api}` call not analysed: {self.reason}"
+
+
 @dataclass
 class PythonExtraction:
     kernels: list[EmbeddedKernel] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)   # (file offset, message)
+    unread: list[Unread] = field(default_factory=list)

@@ -1,0 +1,109 @@
+"""The names a Python body binds, and where: what a string resolution looks names up in.
+
+A :class:`Scope` is a module, class or function body. Its bindings, collected on first
+use, record for each name the line, the value expression (a function or class name is
+bound to its ``def``), whether it is a ``+=``, whether the statement belongs to the
+body itself (``direct``: not under ``if``/``for``/``try``), and, for a binding inside
+one ``for`` loop that is itself a statement of the body, that loop (``loop``): the
+``+=`` of a loop over constants can then be unrolled (resolve.py).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+
+@dataclass
+class Binding:
+    line: int
+    value: ast.AST | None
+    aug: bool
+    direct: bool             # a statement of the scope's own body (not under if/for/try)
+    loop: ast.For | None = None   # the one for loop (a direct statement) it sits in
+
+
+class Scope:
+    """A module, class or function body; its bindings are collected on first use."""
+
+    def __init__(self, node: ast.AST, parent: "Scope | None"):
+        self.node = node
+        self.parent = parent
+        self._bindings: dict[str, list[Binding]] | None = None
+        self._params: set[str] = set()
+
+    @property
+    def params(self) -> set[str]:
+        self.bindings        # noqa: B018 (collects)
+        return self._params
+
+    @property
+    def bindings(self) -> dict[str, list[Binding]]:
+        if self._bindings is None:
+            self._bindings = {}
+            node = self.node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                a = node.args
+                for arg in a.posonlyargs + a.args + a.kwonlyargs:
+                    self._params.add(arg.arg)
+                if a.vararg:
+                    self._params.add(a.vararg.arg)
+                if a.kwarg:
+                    self._params.add(a.kwarg.arg)
+                body = node.body if isinstance(node.body, list) else []
+            else:
+                body = getattr(node, "body", [])
+            self._collect(body, direct=True, loop=None)
+        return self._bindings
+
+    def _collect(self, stmts, direct: bool, loop: ast.For | None) -> None:
+        for st in stmts:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self._bind(st.name, st.lineno, st, direct, loop)   # shadows any string
+                continue
+            if isinstance(st, ast.Assign):
+                for t in st.targets:
+                    if isinstance(t, ast.Name):
+                        self._bind(t.id, st.lineno, st.value, direct, loop)
+                    else:
+                        for n in ast.walk(t):
+                            if isinstance(n, ast.Name):
+                                self._bind(n.id, st.lineno, None, direct, loop)
+            elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+                if st.value is not None:
+                    self._bind(st.target.id, st.lineno, st.value, direct, loop)
+            elif isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
+                if isinstance(st.op, ast.Add):
+                    self._bindings.setdefault(st.target.id, []).append(
+                        Binding(st.lineno, st.value, True, direct, loop))
+                else:
+                    self._bind(st.target.id, st.lineno, None, direct, loop)
+            elif isinstance(st, (ast.For, ast.AsyncFor)):
+                for n in ast.walk(st.target):
+                    if isinstance(n, ast.Name):
+                        self._bind(n.id, st.lineno, None, False, None)
+            elif isinstance(st, (ast.Import, ast.ImportFrom)):
+                for alias in st.names:
+                    self._bind((alias.asname or alias.name).split(".")[0], st.lineno, None,
+                               direct, loop)
+            for name in ("body", "orelse", "finalbody"):
+                sub = getattr(st, name, None)
+                if isinstance(sub, list) and not isinstance(
+                        st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    # the body of a for loop that is a direct statement: still one loop
+                    inner = st if (direct and name == "body" and isinstance(st, ast.For)
+                                   and not st.orelse) else None
+                    self._collect(sub, direct=False, loop=inner)
+            for h in getattr(st, "handlers", []) or []:
+                self._collect(h.body, direct=False, loop=None)
+            if isinstance(st, ast.With) or isinstance(st, ast.AsyncWith):
+                for item in st.items:
+                    if item.optional_vars is not None:
+                        for n in ast.walk(item.optional_vars):
+                            if isinstance(n, ast.Name):
+                                self._bind(n.id, st.lineno, None, False, None)
+            if hasattr(ast, "Match") and isinstance(st, ast.Match):
+                for case in st.cases:
+                    self._collect(case.body, direct=False, loop=None)
+
+    def _bind(self, name: str, line: int, value, direct: bool, loop) -> None:
+        self._bindings.setdefault(name, []).append(Binding(line, value, False, direct, loop))

@@ -1,0 +1,213 @@
+"""Issue 21: every compile call a Python file makes is read (with exact positions), given
+the block shape its launches use, or listed as not analysed with the reason."""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import replace
+
+import pytest
+
+from cudalint.config import ConfigError, Settings, parse_table
+from cudalint.engine import lint_text
+from cudalint.sources.python.extract import extract_python_units
+from fixture_support import FIXTURES, expectations
+
+
+def _lint(path, codes):
+    text = path.read_text(encoding="utf-8")
+    return lint_text(str(path), text, replace(Settings(), select=tuple(codes)), "python")
+
+
+def _ex(src: str, **kw):
+    return extract_python_units(textwrap.dedent(src), "t.py", **kw)
+
+
+# ---------------------------------------------------------------------------------------
+# fixtures: row and column of every finding
+
+
+def test_every_form_reports_at_the_exact_column():
+    path = FIXTURES / "CL104" / "python_forms.py"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    expect, _ = expectations(path)
+    wanted = {(row, lines[row - 1].index("__shfl_down(") + 1) for row in expect}
+    got = {(d.row, d.column) for d in _lint(path, ["CL104"]).diagnostics}
+    assert got == wanted
+
+
+def test_block_shapes_from_python_each_reported():
+    path = FIXTURES / "CL201" / "python_launches.py"
+    found = [d for d in _lint(path, ["CL201"]).diagnostics]
+    blocks = sorted((d.row, d.message.split("(block ")[1].split(" ")[0]) for d in found)
+    # CuPy's ElementwiseKernel block, both shapes of the if/else, PyCUDA's block=
+    assert blocks == [(12, "128"), (24, "256"), (24, "64"), (43, "128")]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for d in found:
+        assert lines[d.row - 1][d.column - 1:].startswith(("p[3", "a[3", "a[2"))
+
+
+def test_file_read_is_listed_as_unread():
+    path = FIXTURES / "CL104" / "python_forms.py"
+    ex = extract_python_units(path.read_text(encoding="utf-8"), str(path))
+    [u] = ex.unread
+    assert u.api == "cupy.RawKernel" and "file" in u.reason
+    assert path.read_text(encoding="utf-8")[u.start:u.end].startswith("cupy.RawKernel(f.read()")
+
+
+# ---------------------------------------------------------------------------------------
+# the table
+
+
+def test_core_paths_and_compile_with_cache():
+    ex = _ex("""
+        from cupy import _core
+        import cupy
+        a = _core.RawModule(code='__global__ void a() {}')
+        b = _core.ReductionKernel('T x', 'T y', 'x', 'a + b', 'y = a', '0', 'r')
+        c = cupy.cuda.compile_with_cache('__global__ void c() {}')
+        """)
+    assert [k.api for k in ex.kernels] == ["cupy.RawModule", "cupy.ReductionKernel",
+                                           "cupy.cuda.compile_with_cache"]
+    assert ex.kernels[1].launches[0].block == (512,)     # cupy/_core/_reduction.pyx:232
+
+
+def test_name_expressions_and_template_launch():
+    ex = _ex("""
+        import cupy
+        mod = cupy.RawModule(code='template<class T> __global__ void k(T* x) {}',
+                             name_expressions=['k<float>', 'k<double>'])
+        f = mod.get_function('k<float>')
+        f((4,), (96,), (x,))
+        """)
+    [k] = ex.kernels
+    assert k.name_expressions == ["k<float>", "k<double>"]
+    assert [(la.kernel, la.block) for la in k.launches] == [("k", (96,))]
+
+
+def test_configured_wrapper():
+    settings = parse_table({"python-compile-apis": {
+        "mylib.cuda.build": {"source": [1, "code"], "name": "kernel_name",
+                             "options": "flags"}}}, "cfg")
+    ex = _ex("""
+        from mylib.cuda import build
+        k = build(3, '__global__ void w() {}', kernel_name='w', flags=('-O3',))
+        """, compile_apis=settings.python_compile_apis)
+    [k] = ex.kernels
+    assert (k.api, k.name, list(k.options)) == ("mylib.cuda.build", "w", ["-O3"])
+
+
+def test_configured_wrapper_errors_name_the_key():
+    with pytest.raises(ConfigError, match="python-compile-apis.a.b.sourse"):
+        parse_table({"python-compile-apis": {"a.b": {"sourse": 0}}}, "cfg")
+    with pytest.raises(ConfigError, match="wrong value"):
+        parse_table({"python-compile-apis": {"a.b": {"source": -1}}}, "cfg")
+
+
+def test_look_alike_calls_are_not_compile_calls():
+    ex = _ex("""
+        from functools import reduce
+        import cupy
+        def elementwise(a, b, c, d): pass
+        reduce(lambda a, b: a + b, [1, 2])
+        elementwise('T x', 'T y', 'y = __shfl_down(x, 1)', 'k')
+        """)
+    assert ex.kernels == [] and ex.unread == []
+
+
+# ---------------------------------------------------------------------------------------
+# resolution
+
+
+def test_substituted_string_maps_to_its_own_literal():
+    src = textwrap.dedent("""
+        import cupy
+        BODY = 'x[0] = __shfl_down(x[0], 1);'
+        k = cupy.RawKernel('__global__ void k(float* x) { %s }' % BODY, 'k')
+        """)
+    [k] = extract_python_units(src, "t.py").kernels
+    i = k.text.index("__shfl_down")
+    assert src[k.char_map[i]:].startswith("__shfl_down")
+
+
+def test_join_of_comprehension_and_unknown_template_key():
+    ex = _ex("""
+        import cupy, string
+        T = string.Template('__global__ void k_$t($t* x, $$dollar) { $unknown; }')
+        src = '\\n'.join(T.safe_substitute(t=ty) for ty in ('float', 'int'))
+        k = cupy.RawKernel(src, 'k_float')
+        """)
+    [k] = ex.kernels
+    assert "k_float(float* x, $dollar)" in k.text and "k_int(int* x" in k.text
+    assert "__cudalint_opaque_" in k.text
+
+
+def test_method_returning_source_and_branch_sources():
+    ex = _ex("""
+        import cupy
+        class Op:
+            def _code(self, op='+'):
+                return '__global__ void k(float* x) { x[0] = x[0] %s 1; }' % op
+            def build(self):
+                return cupy.RawKernel(self._code(), 'k')
+        def pick(fast):
+            if fast:
+                code = '__global__ void k() { /* fast */ }'
+            else:
+                code = '__global__ void k() { /* slow */ }'
+            return cupy.RawKernel(code, 'k')
+        """)
+    texts = [k.text for k in ex.kernels]
+    assert texts[0] == "__global__ void k(float* x) { x[0] = x[0] + 1; }"
+    assert "fast" in texts[1] and "slow" in texts[2]
+
+
+def test_unread_reasons():
+    ex = _ex("""
+        import cupy
+        def make(src):
+            return cupy.RawKernel(src, 'k')
+        m = cupy.RawModule(path='kernels.cubin')
+        k = cupy.RawKernel(open('k.cu').read(), 'k')
+        """)
+    reasons = [u.reason for u in ex.unread]
+    assert reasons[0] == "`src` is a parameter of `make`"
+    assert "path=" in reasons[1] and "file" in reasons[2]
+
+
+# ---------------------------------------------------------------------------------------
+# launches
+
+
+def test_launch_through_helper_and_prepared_call_and_block_size():
+    ex = _ex("""
+        import cupy
+        from pycuda.compiler import SourceModule
+        def _get_kernel():
+            return cupy.RawKernel('__global__ void k() {}', 'k')
+        def run():
+            _get_kernel()((1,), (32, 4), ())
+        mod = SourceModule('__global__ void p() {}')
+        p = mod.get_function('p')
+        p.prepared_call((8, 1), (64, 1, 1), 3)
+        ew = cupy.ElementwiseKernel('T x', 'T y', 'y = x', 'ew')
+        ew(a, b, block_size=256)
+        """)
+    blocks = {k.name or k.api: [la.block for la in k.launches] for k in ex.kernels}
+    assert blocks == {"k": [(32, 4)], "pycuda.SourceModule": [(64, 1, 1)],
+                      "ew": [(256,)]}
+
+
+def test_block_dimension_from_branches():
+    ex = _ex("""
+        import cupy
+        k = cupy.RawKernel('__global__ void k() {}', 'k')
+        def run(big):
+            if big:
+                bx = 256
+            elif small:
+                bx = 32
+            else:
+                bx = 64
+            k((1,), (bx, 2), ())
+        """)
+    assert sorted(k.launches[0].block for k in ex.kernels) == [(32, 2), (64, 2), (256, 2)]
