@@ -415,9 +415,9 @@ def test_cl102_lines_inside_python_strings(proj, capsys):
     assert "(line 8)" in found[0]["message"] and "(line 9)" in found[0]["message"]
 
 
-def test_cl203_not_on_elementwise_raw_params_and_said_once_per_string(proj, capsys):
+def test_cl205_not_on_elementwise_raw_params_and_said_once_per_string(proj, capsys):
     """ElementwiseKernel `raw T x` is a CArray passed by value, a declaration cudalint
-    wrote, not the user: no CL203 there. A kernel string given to several RawKernel
+    wrote, not the user: no CL205 there. A kernel string given to several RawKernel
     calls is analysed once per call but each finding is said once."""
     (proj / "k.py").write_text(
         'import cupy as cp\n'
@@ -431,7 +431,7 @@ def test_cl203_not_on_elementwise_raw_params_and_said_once_per_string(proj, caps
         'a = cp.RawKernel(SRC, "copy")\n'
         'b = cp.RawKernel(SRC, "copy", options=("-lineinfo",))\n')
     code, out, _ = cli(capsys, "k.py", "--output-format", "json", "--no-cache",
-                       "--select", "CL203")
+                       "--select", "CL205")
     found = json.loads(out)
     assert code == 1
     assert [(d["location"]["row"], d["location"]["column"]) for d in found] == [(5, 45)]

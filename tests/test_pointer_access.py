@@ -1,4 +1,4 @@
-"""CL203's pointer analysis (analysis/pointer_access.py) and CL204's local-array indexing
+"""CL203/CL205's pointer analysis (analysis/pointer_access.py) and CL204's local-array indexing
 (analysis/local_index.py) on what fuzzing found: expressions nested deeper than Python's
 recursion limit, identifiers found by scanning the text instead of a query."""
 from __future__ import annotations
@@ -90,18 +90,18 @@ def test_deep_pointer_arithmetic_is_followed_without_recursion():
     # the pointer is the innermost operand of a sum deeper than the recursion limit
     chain = "x" + " + 1" * DEEP
     src = f"__global__ void k(float* x, float* y) {{ const float* q = {chain}; " \
-          "y[0] = q[0]; }"
-    (d,) = _findings(src, "CL203")
+          "y[threadIdx.x] = q[threadIdx.x]; }"
+    (d,) = _findings(src, "CL205")
     assert "`x` is only read" in d.message and "1 load" in d.message
     written = f"__global__ void k(float* x, float* y) {{ float* q = {chain}; q[0] = 1; }}"
     assert _status(written, "x") == "written"
-    assert not _findings(written, "CL203")
+    assert not _findings(written, "CL205")
 
 
 def test_many_uses_in_one_deep_expression():
     src = "__global__ void k(float* y, const float* x) { int i = threadIdx.x; y[i] = " + \
         " + ".join(["x[i]"] * DEEP) + "; }"
-    (d,) = _findings(src, "CL203")
+    (d,) = _findings(src, "CL205")
     assert f"{DEEP} loads" in d.message
     # one store among them makes it written
     src2 = src.replace("; }", " + (x[0] = 1); }")
@@ -170,7 +170,7 @@ def test_more_uses_than_followed_is_undecided_and_silent():
     src = "__global__ void k(float* y, const float* x) { int i = threadIdx.x; y[i] = " + \
         " + ".join(["x[i]"] * many) + "; }"
     assert _status(src, "x") == "unknown"
-    assert not _findings(src, "CL203")
+    assert not _findings(src, "CL205")
     # an alias used that often: the root is undecided too
     alias = "__global__ void k(float* y, const float* x) { const float* q = x; y[0] = " + \
         " + ".join(["q[0]"] * many) + "; }"
@@ -187,13 +187,13 @@ def test_most_vexing_parse_uses_are_loads_or_undecided():
     leaves p undecided, never "read only"."""
     head = ("struct Point { float x, y; __device__ Point(float a, float b) : x(a), y(b) {} };\n"
             "__global__ void k(float* p, float* out) { Point c(")
-    tail = "); out[0] = c.x + p[2]; }\n"
-    (d,) = _findings(head + "p[0], p[1]" + tail, "CL203")
+    tail = "); out[0] = c.x + p[threadIdx.x]; }\n"
+    (d,) = _findings(head + "p[0], p[1]" + tail, "CL205")
     assert d.metrics["loads"] == 3
     assert _status(head + "p[0] = 2.0f, p[1]" + tail, "p") != "read_only"
 
 
-def test_cl203_silent_when_a_launch_passes_the_written_buffer_too():
+def test_cl205_silent_when_a_launch_passes_the_written_buffer_too():
     """merge<<<>>>(dst, dst): the read pointer is the buffer the kernel writes, so neither
     __restrict__ nor __ldg() is valid; launched with distinct buffers it is flagged."""
     kernel = ("__global__ void merge(float* dst, float* src, int n) {\n"
@@ -201,11 +201,11 @@ def test_cl203_silent_when_a_launch_passes_the_written_buffer_too():
               "    if (i < n) dst[i] = src[i ^ 1];\n}\n")
     in_place = kernel + "void run(float* d, int n) { merge<<<n / 256, 256>>>(d, d, n); }\n"
     apart = kernel + "void run(float* d, float* s, int n) { merge<<<n / 256, 256>>>(d, s, n); }\n"
-    assert _findings(in_place, "CL203") == []
-    (d,) = _findings(apart, "CL203")
+    assert _findings(in_place, "CL205") == []
+    (d,) = _findings(apart, "CL205")
     assert "`src`" in d.message
     both = in_place + "void run2(float* d, float* s, int n) { merge<<<1, 256>>>(d, s, n); }\n"
-    assert _findings(both, "CL203") == []          # one in-place launch is enough
+    assert _findings(both, "CL205") == []          # one in-place launch is enough
 
 
 def test_cl204_reported_at_the_first_dynamic_access_in_source_order():

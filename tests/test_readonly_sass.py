@@ -1,12 +1,15 @@
-"""CL203/CL204 against the machine code nvcc emits (no GPU needed).
+"""CL203/CL204/CL205 against the machine code nvcc emits (no GPU needed).
 
-CL203: every fixture is built as written and after cudalint's own fixes (fix_text, the
+CL203: every fixture is built as written and after ``--unsafe-fixes``; on the source lines
+of each finding (``nvdisasm -g``) SASS must hold as many LDG (reloads) or STG (kept
+stores) as the message says as written, and one once fixed.
+CL205: every fixture is built as written and after cudalint's own fixes (fix_text, the
 code behind ``--fix`` and ``--unsafe-fixes``). For each flagged parameter, its loads
 (SASS ``LDG`` instructions on the source lines of its load sites, via ``nvdisasm -g``)
 must be off the read-only path as written and all ``LDG...CONSTANT`` once fixed.
 CL204: every flagged kernel has a ptxas stack frame, every look-alike kernel none.
-The recomputed facts must also equal the committed ones (fixtures/CL203/sass.json,
-fixtures/CL204/stack.json, written by tools/gputruth/readonly_sass.py) when the same
+The recomputed facts must also equal the committed ones (fixtures/CL203/counts.json,
+fixtures/CL205/sass.json, fixtures/CL204/stack.json, written by tools/gputruth/readonly_sass.py) when the same
 nvcc version produced them.
 """
 from __future__ import annotations
@@ -30,8 +33,13 @@ needs_tools = pytest.mark.skipif(PROBLEM is not None, reason=f"SASS check skippe
 
 
 @pytest.fixture(scope="module")
-def sass(tmp_path_factory):
+def counts(tmp_path_factory):
     return truth.cl203_records(tmp_path_factory.mktemp("cl203"))
+
+
+@pytest.fixture(scope="module")
+def sass(tmp_path_factory):
+    return truth.cl205_records(tmp_path_factory.mktemp("cl205"))
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +48,29 @@ def stack(tmp_path_factory):
 
 
 @needs_tools
-def test_every_cl203_fix_moves_the_loads_to_the_read_only_path(sass):
+def test_every_cl203_count_is_what_sass_executes_and_the_fix_leaves_one(counts):
+    kinds = {r["kind"] for r in counts["records"]}
+    assert kinds == {"reload", "kept_store"} and len(counts["records"]) >= 6
+    for rec in counts["records"]:
+        where = f"{rec['file']} {rec['kernel']}({rec['param']}) {rec['element']}"
+        if rec["predicted"] is not None:
+            assert rec["original"] == rec["predicted"], (where, rec)
+        else:                   # a run-time trip count: one store per unrolled copy
+            assert rec["original"] > 1, (where, rec)
+        assert rec["fixed"] == 1, (where, rec)
+
+
+@needs_tools
+def test_cl203_look_alikes_that_restrict_or_shared_memory_already_settle(counts):
+    got = {r["kernel"]: r for r in counts["lookalikes"]}
+    for kernel in ("split_restrict", "split_out_restrict", "via_shared", "copy_once"):
+        assert got[kernel]["LDG"] == 1, got[kernel]
+    for kernel in ("gemv_register", "gemv_restrict"):
+        assert got[kernel]["STG"] == 1, got[kernel]
+
+
+@needs_tools
+def test_every_cl205_fix_moves_the_loads_to_the_read_only_path(sass):
     assert len(sass["records"]) >= 15
     for rec in sass["records"]:
         where = f"{rec['file']} {rec['kernel']}({rec['param']})"
@@ -63,10 +93,10 @@ def test_const_alone_does_not_reach_the_read_only_path(sass):
 @needs_tools
 def test_fixed_fixtures_are_clean_and_compile(tmp_path):
     from cudalint.engine import lint_text
-    for path in sorted((ROOT / "fixtures" / "CL203").glob("*.cu")):
+    for path in sorted((ROOT / "fixtures" / "CL205").glob("*.cu")):
         _, unsafe = truth.fixed_texts(path)
-        left = [d for d in lint_text(str(path), unsafe, truth._settings("CL203"),
-                                     "cuda").diagnostics if d.code == "CL203"]
+        left = [d for d in lint_text(str(path), unsafe, truth._settings("CL205"),
+                                     "cuda").diagnostics if d.code == "CL205"]
         # what stays flagged could not be made const (an explicit instantiation)
         assert all("const" in d.message and d.fix is None for d in left), left
         truth.build(unsafe, path.stem, tmp_path)
@@ -81,10 +111,11 @@ def test_cl204_flags_exactly_the_kernels_with_a_stack_frame(stack):
 
 
 @needs_tools
-@pytest.mark.parametrize("name", ["sass", "stack"])
+@pytest.mark.parametrize("name", ["counts", "sass", "stack"])
 def test_recorded_facts_are_reproduced(name, request):
     now = request.getfixturevalue(name)
-    path = truth.SASS_JSON if name == "sass" else truth.STACK_JSON
+    path = {"counts": truth.COUNTS_JSON, "sass": truth.SASS_JSON,
+            "stack": truth.STACK_JSON}[name]
     recorded = json.loads(path.read_text())
     if recorded["nvcc"] != now["nvcc"]:
         pytest.skip(f"recorded with nvcc {recorded['nvcc']}, this is {now['nvcc']}")

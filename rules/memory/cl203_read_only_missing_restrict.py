@@ -1,159 +1,369 @@
+"""CL203: a missing `__restrict__` that makes the kernel execute more memory instructions
+(every target), and loads off the read-only data path (sm_3x-sm_6x targets only).
+
+The candidate and message helpers here are shared with CL205 (the opt-in "only read,
+not restrict" observation), which reports what this rule does not.
+"""
+from __future__ import annotations
+
 import re
 
+from cudalint.analysis.memory.alias_effects import AliasEffects
 from cudalint.analysis.memory.param_edits import const_edit, restrict_edit
 from cudalint.analysis.memory.pointer_access import PointerAccess
+from cudalint.config import Settings
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Finding, Fix
 from cudalint.rule import Rule
 
+_DEFAULT_ARCH = Settings.arch
+_ARCH_NUMBER = re.compile(r"(?:sm|compute|lto)_(\d+)")
+
 
 class ReadOnlyMissingRestrict(Rule):
     """## What it does
-    Finds `__global__` kernel pointer parameters whose memory the kernel only reads and
-    that are not declared `const T* __restrict__`. A parameter counts as read-only only
-    when every use of it and of every pointer derived from it (arithmetic, casts,
-    `&p[i]`, local pointers and references, device functions it is passed to) is a load:
-    a store, an atomic, a callee that writes or is not defined in the file, the pointer
-    stored to memory, returned, captured by a lambda or used in inline assembly all make
-    it "not read-only", and the rule stays silent.
+    Finds kernel pointer parameters whose missing `__restrict__` makes the kernel execute
+    memory instructions it would not execute with it, and says how many:
+
+    - **reloads**: an element of a read-only parameter loaded again after a store through
+      another pointer parameter (or a barrier) that may alias it.
+      `o[2*i] = a[i]*2; o[2*i+1] = a[i]*3;` loads `a[i]` twice; with
+      `const float* __restrict__ a` once. Reported at the read parameter.
+    - **stores kept in a loop**: a store to an element that does not change in the loop,
+      in a loop that also loads through another pointer parameter:
+      `for (int j = 0; j < n; j++) o[i] += w[j] * x[j];` stores `o[i]` on every
+      iteration; with `float* __restrict__ o` once, after the loop. Reported at the
+      written parameter.
+
+    On targets older than Volta (an `arch` of sm_3x-sm_6x in the settings or, when the
+    setting is left at its default, every `-arch`/`-gencode` of the build files that
+    compile the file) it also reports every read-only parameter that is not
+    `const __restrict__`: there the read-only data cache is separate from L1, and only a
+    load the compiler can prove read-only (`LDG.E.CONSTANT`, `LDG.E.CI` before Volta) uses
+    it.
+
+    Never reported: parameters already `__restrict__`, parameters whose loads are all
+    warp-uniform or at constant indices (a CuPy 0-d scalar `a_val[0]`, `p[blockIdx.x]`),
+    loads through `__ldg()` and other cache-hint intrinsics, `volatile` data, and kernels
+    that a launch in the file calls with the same buffer for both pointers (`in_place<<<g,
+    b>>>(d, d, n)`: there `__restrict__` would be wrong).
+
+    The plain observation "this parameter is only read but not `const __restrict__`" on
+    sm_70 and newer is CL205, off by default: measured on an H100, `const __restrict__`
+    turns the loads into `LDG.E.CONSTANT` but changes the run time of a streaming kernel,
+    a 1 MB-table gather and a 17-point stencil by 0.0% (ratios 0.997-1.003), because
+    since Volta the read-only path and L1 are one cache. A finding that promises a gain
+    the hardware does not deliver teaches users to ignore the linter.
 
     ## Why is this bad?
-    Loads through a pointer the compiler can prove read-only for the whole kernel go
-    through the read-only data (texture) path, `LDG.E.CONSTANT` in SASS: a separate cache
-    with relaxed coalescing rules. The proof needs `__restrict__` (no other pointer
-    touches the same memory) as well as `const`; on sm_90, nvcc 13 emits plain `LDG.E`
-    for `const float*` and `LDG.E.CONSTANT` once the parameter is
-    `const float* __restrict__` (measured for every fixture in `fixtures/CL203/`).
+    Without `__restrict__` the compiler must assume that a store through one pointer may
+    change what another points to, so it loads again what it already holds in a register
+    and writes back, on every iteration, a value it could keep. Measured with nvcc 13 for
+    sm_90 on every fixture in `fixtures/CL203/` (SASS instruction counts before and after
+    the fix in `fixtures/CL203/counts.json`): `a[i]` read around two stores 2 `LDG` -> 1,
+    around three stores 3 -> 1, around a barrier 2 -> 1; `o[i] += w[j]*x[j]` over 5
+    iterations 5 `STG` -> 1, and over a run-time trip count 29 `STG` (unrolled by 4) -> 1.
+    Timed on an H100: `tools/gputruth/restrict_timing.py`, output in
+    `fixtures/CL203/timing.json`. nvcc does no type-based alias analysis: a `float` load
+    is repeated after an `int` store too; `__shared__` stores never force a reload.
 
     ## Example
     ```cuda
-    __global__ void scale(float* in, float* out, int n)
+    __global__ void split(const float* in, float* out, int n)
     {
         int i = blockIdx.x * blockDim.x + threadIdx.x;
-        if (i < n) out[i] = 2.0f * in[i];      // LDG.E
+        if (i < n) {
+            out[2 * i] = in[i] * 2.0f;         // LDG in[i]
+            out[2 * i + 1] = in[i] * 3.0f;     // LDG in[i] again: out may alias it
+        }
     }
     ```
 
     ## Use instead
     ```cuda
-    __global__ void scale(const float* __restrict__ in, float* out, int n)
+    __global__ void split(const float* __restrict__ in, float* out, int n)
     {
         int i = blockIdx.x * blockDim.x + threadIdx.x;
-        if (i < n) out[i] = 2.0f * in[i];      // LDG.E.CONSTANT
+        if (i < n) {
+            out[2 * i] = in[i] * 2.0f;         // one LDG, kept in a register
+            out[2 * i + 1] = in[i] * 3.0f;
+        }
     }
     ```
 
     ## Fix safety
-    Adding `const` is a safe fix: the analysis proved that nothing is written through
-    the parameter, and the fix also makes `const` the local pointers, references,
-    `*_cast` target types and device-function parameters the pointer flows into, so the
-    program still compiles. It is offered as unsafe when the kernel has external C++
-    linkage (not `static`, not in an unnamed namespace, not `extern "C"`, not a kernel
-    string from Python): `const` changes its mangled name, so a declaration of it in
-    another file would no longer link; update such declarations with the fix. Adding `__restrict__` is unsafe: it promises the compiler
-    that, while the kernel runs, the memory is not also reached through another pointer.
-    If the caller may pass overlapping buffers (e.g. `out == in` for an in-place call),
-    the compiler may read stale data. The message names the written parameters of the
-    same type that must not overlap. Where that promise cannot be made, `__ldg()` still
-    takes the read-only path for loads of data nothing writes during the kernel.
+    Adding `const` to a read parameter is safe when nothing else declares the kernel (a
+    `static` or `extern "C"` kernel, a kernel string from Python): the analysis proved
+    that nothing is written through it, and the fix also makes `const` the local
+    pointers, references, casts and device-function parameters it flows into. With
+    external C++ linkage `const` changes the mangled name: offered as unsafe. Adding
+    `__restrict__` is always unsafe: it promises the compiler that, while the kernel
+    runs, the memory is not also reached through another pointer. If the caller may pass
+    overlapping buffers (`out == in` for an in-place call), the kernel may then compute
+    with stale data. The message names the pointers that must not overlap.
 
     ## References
+    - CUDA C++ Programming Guide, "__restrict__" (the reload example)
     - Tuning CUDA Applications for Kepler, 1.4.4.3 "Read-Only Data Cache"
       (`const __restrict__`, `__ldg()`), in `shared/seeds/`
-    - CUDA C++ Programming Guide, "__restrict__" and "Read-Only Data Cache Load Function"
+    - Volta Tuning Guide, 1.4.3.1 "Unified Shared Memory/L1/Texture Cache"
     """
     code = "CL203"
     name = "read-only-missing-restrict"
     severity = "warning"
-    fix_safety = "safe"
+    fix_safety = "unsafe"
 
     def check(self, ctx):
-        kernels = [k for k in ctx.model.kernels
-                   if any(p.pointer_depth == 1 and not p.restrict for p in k.params)]
-        if not kernels:
-            return
-        facts = ctx.analysis(PointerAccess)
-        data = ctx.unit.data
-        templates = _Lazy(lambda: _template_statements(data))
-        for kernel in kernels:
-            if not_for_modern_cuda(kernel.node, ctx):
-                continue
-            accesses = facts.kernel_params(kernel)
-            by_name = {a.param.name: a for a in accesses}
-            other_declared = _Lazy(lambda k=kernel: facts.has_other_declarations(k) or
-                                   _explicitly_instantiated(data, k.name, templates))
-            for acc in accesses:
-                p = acc.param
-                if p.restrict or not acc.read_only:
-                    # `T* __restrict__` already gets LDG.E.CONSTANT from nvcc (measured:
-                    # fixtures/CL203/sass.json); const alone would change no load
-                    continue
-                if acc.plain_loads != len(acc.loads):
-                    # some loads use __ldg(): measured, nvcc 13 then leaves the plain
-                    # loads of that pointer on LDG.E even with const __restrict__
-                    continue
-                if "volatile" in ctx.text(p.node):
-                    continue
-                if p.name_node is None or not ctx.unit.is_written(p.name_node.start_byte):
-                    # a parameter cudalint wrote for a snippet (an ElementwiseKernel
-                    # `raw T x` is a CArray passed by value): no declaration to change
-                    continue
-                if _launched_in_place(ctx, kernel, acc, by_name):
-                    continue
-                yield self._finding(ctx, kernel, acc, by_name, other_declared, data)
+        for kernel, acc, kind, info in reported(ctx):
+            if kind == "reload":
+                yield reload_finding(ctx, kernel, acc, info)
+            elif kind == "kept_store":
+                yield kept_store_finding(ctx, kernel, acc, info)
+            else:
+                yield read_only_finding(ctx, kernel, acc, _Lazy(
+                    lambda k=kernel: _other_declared(ctx, k)), info)
 
-    def _finding(self, ctx, kernel, acc, by_name, other_declared, data):
-        p = acc.param
-        declared = " ".join(ctx.text(p.node).split())
-        base = _bare_type(p.base_type)
-        overlap = [a.param.name for a in by_name.values() if a is not acc
-                   and a.status == "written" and _bare_type(a.param.base_type) == base]
-        maybe = [a.param.name for a in by_name.values() if a is not acc
-                 and a.status == "unknown" and _bare_type(a.param.base_type) == base]
-        loads = len({(n.start_byte, n.end_byte) for n in acc.loads})
-        want = "const" if not p.pointee_const else ""
-        want += (" " if want else "") + ("__restrict__" if not p.restrict else "")
+
+def target_arch(ctx) -> tuple[int, str]:
+    """(compute capability number, where it comes from). An `arch` setting other than the
+    default wins; else the lowest architecture of the builds that compile the unit; else
+    the default (sm_90: what sm_80 and newer share for this rule)."""
+    memo = getattr(ctx, "_cl203_arch", None)
+    if memo is not None:
+        return memo
+    arch = ctx.settings.arch
+    found = (_arch_number(arch) or 90, "the `arch` setting")
+    if arch == _DEFAULT_ARCH:
+        found = (_arch_number(arch) or 90, "the default target (sm_80 and newer)")
+        try:
+            from cudalint.project.buildflags import unit_settings
+            flags = unit_settings(ctx.unit)
+        except Exception:                       # unreadable build files: the default
+            flags = None
+        if flags is not None:
+            numbers = [n for a in list(flags.arch) + list(flags.gencode)
+                       for n in (_arch_number(x) for x in _ARCH_NUMBER.findall(a)
+                                 if x) if n]
+            if numbers:
+                found = (min(numbers), f"the build files (sm_{min(numbers)})")
+    try:
+        ctx._cl203_arch = found
+    except AttributeError:
+        pass
+    return found
+
+
+def _arch_number(arch: str) -> int | None:
+    m = re.search(r"(\d+)", arch)
+    return int(m.group(1)) if m else None
+
+
+def pre_volta(ctx) -> bool:
+    return target_arch(ctx)[0] < 70
+
+
+def candidates(ctx):
+    """(kernel, access) for every pointer parameter that CL203/CL205 may speak about."""
+    kernels = [k for k in ctx.model.kernels
+               if any(p.pointer_depth == 1 and not p.restrict for p in k.params)]
+    if not kernels:
+        return
+    facts = ctx.analysis(PointerAccess)
+    for kernel in kernels:
+        if not_for_modern_cuda(kernel.node, ctx):
+            continue
+        for acc in facts.kernel_params(kernel):
+            yield kernel, acc
+
+
+def plain_read_only(ctx, kernel, acc, by_name) -> bool:
+    """Read only, not restrict, loaded without cache hints, declared in the file, not
+    volatile, not passed the same buffer as a written pointer, loads not warp-uniform."""
+    p = acc.param
+    if p.restrict or not acc.read_only:
+        # `T* __restrict__` already gets LDG.E.CONSTANT from nvcc (measured)
+        return False
+    if acc.plain_loads != len(acc.loads):
+        # some loads use __ldg(): measured, nvcc 13 then leaves the plain loads of
+        # that pointer on LDG.E even with const __restrict__
+        return False
+    if "volatile" in ctx.text(p.node):
+        return False
+    if p.name_node is None or not ctx.unit.is_written(p.name_node.start_byte):
+        # a parameter cudalint wrote for a snippet (an ElementwiseKernel `raw T x`)
+        return False
+    if _launched_in_place(ctx, kernel, acc, by_name):
+        return False
+    return not ctx.analysis(AliasEffects).uniform_loads(kernel, acc)
+
+
+def reported(ctx):
+    """What CL203 reports: (kernel, access, kind, info) with kind "reload" (info: the
+    Reload), "kept_store" (the KeptStore) or "read_only" (pre-Volta; info: a Reload or
+    None)."""
+    effects = ctx.analysis(AliasEffects)
+    by_kernel: dict[int, dict] = {}
+    for kernel, acc in candidates(ctx):
+        by_name = by_kernel.setdefault(kernel.node.id, {
+            a.param.name: a for a in ctx.analysis(PointerAccess).kernel_params(kernel)})
+        name = acc.param.name
+        if acc.param.restrict:
+            continue
+        found = effects.kernel(kernel)
+        if acc.read_only:
+            if not plain_read_only(ctx, kernel, acc, by_name):
+                continue
+            reload = found.reloads.get(name)
+            if pre_volta(ctx):
+                yield kernel, acc, "read_only", reload
+            elif reload is not None:
+                yield kernel, acc, "reload", reload
+        elif name in found.kept_stores:
+            kept = found.kept_stores[name]
+            if "volatile" in ctx.text(acc.param.node) or acc.param.name_node is None or \
+                    not ctx.unit.is_written(acc.param.name_node.start_byte):
+                continue
+            if _same_buffer(ctx, kernel, name, kept.readers):
+                continue
+            yield kernel, acc, "kept_store", kept
+
+
+def _other_declared(ctx, kernel) -> bool:
+    return ctx.analysis(PointerAccess).has_other_declarations(kernel) or \
+        _explicitly_instantiated(ctx.unit.data, kernel.name,
+                                 _Lazy(lambda: _template_statements(ctx.unit.data)))
+
+
+def _overlap(acc, by_name) -> list[str]:
+    base = _bare_type(acc.param.base_type)
+    return [a.param.name for a in by_name.values() if a is not acc and
+            a.status in ("written", "unknown") and _bare_type(a.param.base_type) == base]
+
+
+def reload_finding(ctx, kernel, acc, reload):
+    p = acc.param
+    per = "per loop iteration" if reload.in_loop else "per thread"
+    stores = [n for n in reload.aliasers if n != "a barrier"]
+    because = " and ".join(f"`{n}`" for n in stores) + \
+        (" may alias it" if stores else "")
+    if "a barrier" in reload.aliasers:
+        because += (" and " if stores else "") + "a barrier comes between the loads"
+    msg = (f"`{reload.key}` is loaded {reload.count} times {per} instead of 1 because "
+           f"{because}: declare `{p.name}` `{_want(p)}` so the compiler keeps it in a "
+           "register")
+    msg += _overlap_note(p.name, stores or _overlap(acc, _by_name(ctx, kernel)))
+    fix = _param_fix(ctx, kernel, acc)
+    restrict = restrict_edit(p, ctx.unit.data)
+    if restrict is not None:
+        # const alone changes no load (measured): the fix is const and __restrict__
+        edits = (fix.edits if fix is not None and "const" in fix.message else ()) + \
+            (restrict,)
+        what = "`const __restrict__`" if len(edits) > 1 else "`__restrict__`"
+        fix = Fix(f"Add {what} to `{p.name}` (asserts that no other pointer the kernel "
+                  "uses overlaps it)", tuple(sorted(edits, key=lambda e: e.start)), "unsafe")
+    return Finding.at(p.node, msg, fix=fix, metrics={
+        "kind": "reload", "element": reload.key, "loads": reload.count, "loads_fixed": 1,
+        "aliased_by": stores, "arch": f"sm_{target_arch(ctx)[0]}"})
+
+
+def kept_store_finding(ctx, kernel, acc, kept):
+    p = acc.param
+    readers = ", ".join(f"`{n}`" for n in kept.readers)
+    loop = f"the loop over `{kept.counter}`" if kept.counter else "the loop"
+    times = f"{kept.trip} times per thread" if kept.trip else "once per iteration"
+    every = readers if len(kept.readers) == 1 else f"every one of {readers}"
+    verb = "overlaps" if len(kept.readers) == 1 else "overlap"
+    msg = (f"`{kept.key}` is stored {times} in {loop} instead of once after it, because "
+           f"loads through {readers} may read it: declare `{p.name}` `__restrict__` "
+           f"(or {every} `const __restrict__`) so the compiler keeps it in a register "
+           f"(`__restrict__` promises that {readers} never {verb} `{p.name}`)")
+    edit = restrict_edit(p, ctx.unit.data)
+    fix = Fix(f"Add `__restrict__` to `{p.name}` (asserts that no other pointer the kernel "
+              "uses overlaps it)", (edit,), "unsafe") if edit is not None else None
+    return Finding.at(p.node, msg, fix=fix, metrics={
+        "kind": "kept_store", "element": kept.key, "stores": kept.trip,
+        "stores_fixed": 1, "readers": kept.readers, "arch": f"sm_{target_arch(ctx)[0]}"})
+
+
+def read_only_finding(ctx, kernel, acc, other_declared, reload=None, opt_in=False):
+    """The read-only-path finding (CL203 on pre-Volta targets, CL205 on request)."""
+    p = acc.param
+    declared = " ".join(ctx.text(p.node).split())
+    loads = len({(n.start_byte, n.end_byte) for n in acc.loads})
+    want = _want(p)
+    if opt_in:
+        msg = (f"`{p.name}` is only read by kernel `{kernel.name}` but is declared "
+               f"`{declared}`: `{want}` would state it (its {loads} "
+               f"load{'s' if loads != 1 else ''} would become `LDG.E.CONSTANT`; on sm_70 "
+               "and newer that changes no run time measured)")
+    else:
         msg = (f"`{p.name}` is only read by kernel `{kernel.name}` but is declared "
                f"`{declared}`: add `{want}` so its {loads} load{'s' if loads != 1 else ''} "
-               "can use the read-only data path")
-        if not p.restrict:
-            others = overlap + maybe
-            if others:
-                names = ", ".join(f"`{n}`" for n in others)
-                msg += (f" (`__restrict__` promises it never overlaps {names}; if it may, "
-                        "use `__ldg()`)")
-            else:
-                msg += (" (`__restrict__` promises no other pointer reaches its data; if "
-                        "one may, use `__ldg()`)")
-        fix = None
-        blocker = acc.const_blocker
-        if blocker is None and not p.pointee_const and other_declared():
-            blocker = f"`{kernel.name}` is declared or instantiated elsewhere too"
-        if blocker is None and not p.pointee_const and \
-                ctx.analysis(PointerAccess).address_taken(kernel):
-            blocker = f"the address of `{kernel.name}` is taken with its current type"
-        if not p.pointee_const and blocker is None:
-            edit = const_edit(p)
-            if edit is not None:
-                derived = f" (and to {', '.join(f'`{d}`' for d in acc.derived)})" \
-                    if acc.const_edits and acc.derived else ""
-                private = _signature_is_private(ctx, kernel)
-                fix = Fix(f"Add `const` to `{p.name}`{derived}" + (
-                    "" if private else " (changes the C++ signature of "
-                    f"`{kernel.name}`: update any declaration of it in other files)"),
-                          (edit, *sorted(set(acc.const_edits), key=lambda e: e.start)),
-                          "safe" if private else "unsafe")
-        elif not p.pointee_const:
-            msg += f" (adding `const` needs more: {blocker})"
-        if fix is None and not p.restrict:
-            edit = restrict_edit(p, data)
-            if edit is not None:
-                fix = Fix(f"Add `__restrict__` to `{p.name}` (asserts that no other pointer "
-                          "the kernel uses overlaps it)", (edit,), "unsafe")
-        return Finding.at(
-            p.node, msg, fix=fix,
-            metrics={"loads": loads, "const": p.pointee_const, "restrict": p.restrict,
-                     "must_not_overlap": overlap})
+               f"can use the read-only data cache of {_arch_text(ctx)}")
+        if reload is not None:
+            msg += (f"; `{reload.key}` is also loaded {reload.count} times instead of 1 "
+                    "because of possible aliasing")
+    msg += _overlap_note(p.name, _overlap(acc, _by_name(ctx, kernel)))
+    fix = _param_fix(ctx, kernel, acc, other_declared)
+    if fix is None and acc.const_blocker and not p.pointee_const:
+        msg += f" (adding `const` needs more: {acc.const_blocker})"
+    return Finding.at(
+        p.node, msg, fix=fix,
+        metrics={"loads": loads, "const": p.pointee_const, "restrict": p.restrict,
+                 "must_not_overlap": _overlap(acc, _by_name(ctx, kernel))})
+
+
+def _arch_text(ctx) -> str:
+    number, where = target_arch(ctx)
+    return f"sm_{number} (target from {where})"
+
+
+def _by_name(ctx, kernel) -> dict:
+    return {a.param.name: a for a in ctx.analysis(PointerAccess).kernel_params(kernel)}
+
+
+def _want(p) -> str:
+    want = "const" if not p.pointee_const else ""
+    return want + (" " if want else "") + "__restrict__"
+
+
+def _overlap_note(name: str, others: list[str]) -> str:
+    if others:
+        names = ", ".join(f"`{n}`" for n in others)
+        return (f" (`__restrict__` promises that `{name}` never overlaps {names}; if it "
+                "may, leave it out)")
+    return " (`__restrict__` promises no other pointer reaches its data)"
+
+
+def _param_fix(ctx, kernel, acc, other_declared=None):
+    """`const` (+ the derived edits) when possible, else `__restrict__` alone; both are
+    applied with --unsafe-fixes (const first, then restrict on a second pass)."""
+    p = acc.param
+    if other_declared is None:
+        other_declared = _Lazy(lambda: _other_declared(ctx, kernel))
+    blocker = acc.const_blocker
+    if blocker is None and not p.pointee_const and other_declared():
+        blocker = f"`{kernel.name}` is declared or instantiated elsewhere too"
+    if blocker is None and not p.pointee_const and \
+            ctx.analysis(PointerAccess).address_taken(kernel):
+        blocker = f"the address of `{kernel.name}` is taken with its current type"
+    if not p.pointee_const and blocker is None:
+        edit = const_edit(p)
+        if edit is not None:
+            derived = f" (and to {', '.join(f'`{d}`' for d in acc.derived)})" \
+                if acc.const_edits and acc.derived else ""
+            private = _signature_is_private(ctx, kernel)
+            return Fix(f"Add `const` to `{p.name}`{derived}" + (
+                "" if private else " (changes the C++ signature of "
+                f"`{kernel.name}`: update any declaration of it in other files)"),
+                (edit, *sorted(set(acc.const_edits), key=lambda e: e.start)),
+                "safe" if private else "unsafe")
+    if not p.restrict:
+        edit = restrict_edit(p, ctx.unit.data)
+        if edit is not None:
+            return Fix(f"Add `__restrict__` to `{p.name}` (asserts that no other pointer "
+                       "the kernel uses overlaps it)", (edit,), "unsafe")
+    return None
 
 
 def _signature_is_private(ctx, kernel) -> bool:
@@ -235,13 +445,18 @@ def _launched_in_place(ctx, kernel, acc, by_name) -> bool:
     """Does a launch in this unit pass the same buffer for this pointer and for one the
     kernel writes (`merge<<<g, b>>>(dst, dst, n)`)? Then neither `__restrict__` nor
     `__ldg()` is valid for that launch: the data changes while the kernel runs."""
-    written = [i for i, p in enumerate(kernel.params)
-               if p.name in by_name and by_name[p.name].status == "written"]
-    if not written:
+    written = [name for name, a in by_name.items() if a.status == "written"]
+    return _same_buffer(ctx, kernel, acc.param.name, written)
+
+
+def _same_buffer(ctx, kernel, name: str, others: list[str]) -> bool:
+    """Does a launch in this unit pass the same argument text for parameter `name` and
+    for one of `others`?"""
+    index = {p.name: i for i, p in enumerate(kernel.params)}
+    if name not in index or not any(o in index for o in others):
         return False
-    mine = next((i for i, p in enumerate(kernel.params) if p is acc.param), None)
-    if mine is None:
-        return False
+    mine = index[name]
+    theirs = [index[o] for o in others if o in index]
     for launch in ctx.model.launches:
         if launch.kernel != kernel.name:
             continue
@@ -252,6 +467,6 @@ def _launched_in_place(ctx, kernel, acc, by_name) -> bool:
                  if a.type != "comment"]
         if len(texts) != len(kernel.params):
             continue
-        if any(texts[i] == texts[mine] for i in written):
+        if any(texts[i] == texts[mine] for i in theirs):
             return True
     return False

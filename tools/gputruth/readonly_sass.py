@@ -1,7 +1,14 @@
-"""Machine-code truth for CL203 (read-only data path) and CL204 (local-memory arrays),
-without a GPU: nvcc builds, cuobjdump/nvdisasm read the SASS, ptxas -v the stack frames.
+"""Machine-code truth for CL203 (instructions a missing `__restrict__` adds), CL205 (read-only
+data path) and CL204 (local-memory arrays), without a GPU: nvcc builds, cuobjdump/nvdisasm
+read the SASS, ptxas -v the stack frames.
 
-CL203: every fixture in fixtures/CL203/*.cu is built three times with
+CL203: every fixture in fixtures/CL203/*.cu is built with ``nvcc -cubin -arch=sm_90
+-lineinfo`` as written and after ``cudalint --unsafe-fixes`` (CL203's fixes). Per finding:
+the global loads (reloads) or stores (kept stores) in SASS on the source lines the
+analysis names, in both builds, beside the count the message states. Per look-alike
+kernel: its LDG and STG counts as written.
+
+CL205: every fixture in fixtures/CL205/*.cu is built three times with
 ``nvcc -cubin -arch=sm_90 -lineinfo``: as written, after cudalint's own safe fixes
 (``--fix``) and after the unsafe ones too (``--unsafe-fixes``), both applied by
 cudalint.fixes.fix_text, the code behind the CLI. For every global load (``LDG``) in
@@ -13,7 +20,7 @@ For the look-alike kernels (no finding) the opcodes of all their loads as writte
 CL204: every fixture in fixtures/CL204/*.cu is built with ``-Xptxas -v``; recorded per
 kernel: the stack frame ptxas reports and whether cudalint reports CL204 in it.
 
-    python tools/gputruth/readonly_sass.py            # rewrite fixtures/CL20{3,4}/*.json
+    python tools/gputruth/readonly_sass.py            # rewrite fixtures/CL20{3,4,5}/*.json
     python tools/gputruth/readonly_sass.py --check    # recompute and compare, exit 1 if not
 
 tests/test_readonly_sass.py imports this module and recomputes everything.
@@ -37,7 +44,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 ARCH = "sm_90"
-SASS_JSON = ROOT / "fixtures" / "CL203" / "sass.json"
+SASS_JSON = ROOT / "fixtures" / "CL205" / "sass.json"
+COUNTS_JSON = ROOT / "fixtures" / "CL203" / "counts.json"
 STACK_JSON = ROOT / "fixtures" / "CL204" / "stack.json"
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
 _INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")
@@ -104,8 +112,10 @@ def kernel_name(mangled: str) -> str:
     return base_name(demangle(mangled))
 
 
-def global_loads(cubin: Path) -> dict[str, list[tuple[str, int | None]]]:
-    """{kernel name: [(opcode, source line), ...]} for every LDG in the cubin."""
+def global_loads(cubin: Path, prefixes: tuple[str, ...] = ("LDG",)
+                 ) -> dict[str, list[tuple[str, int | None]]]:
+    """{kernel name: [(opcode, source line), ...]} for every LDG (or other ``prefixes``)
+    in the cubin."""
     env = _env()
     sass = subprocess.run(["cuobjdump", "-sass", str(cubin)], capture_output=True,
                           text=True, env=env, check=True).stdout
@@ -134,7 +144,7 @@ def global_loads(cubin: Path) -> dict[str, list[tuple[str, int | None]]]:
             out.setdefault(kernel_name(func), [])
             continue
         m = _INSTR.search(row)
-        if m and func is not None and m.group(2).startswith("LDG"):
+        if m and func is not None and m.group(2).startswith(prefixes):
             out[kernel_name(func)].append(
                 (m.group(2), lines_of.get((func, int(m.group(1), 16)))))
     return out
@@ -151,37 +161,37 @@ def _settings(code: str):
 
 
 def fixed_texts(path: Path) -> tuple[str, str]:
-    """The fixture after ``cudalint --fix`` and after ``--unsafe-fixes`` (CL203 only)."""
+    """The fixture after ``cudalint --fix`` and after ``--unsafe-fixes`` (CL205 only)."""
     from cudalint.fixes import fix_text
     text = path.read_text()
     safe = _const_fixes_only(path, text)
-    unsafe, _ = fix_text(str(path), text, _settings("CL203"), "cuda", unsafe=True)
+    unsafe, _ = fix_text(str(path), text, _settings("CL205"), "cuda", unsafe=True)
     return safe, unsafe
 
 
 def _const_fixes_only(path: Path, text: str) -> str:
-    """The fixture with only CL203's `const` fixes applied (safe, or unsafe only because
+    """The fixture with only CL205's `const` fixes applied (safe, or unsafe only because
     the kernel has external C++ linkage): what `const` alone does to the loads."""
     from cudalint.engine import lint_text
     from cudalint.fixes import apply_edits
-    diags = [d for d in lint_text(str(path), text, _settings("CL203"), "cuda").diagnostics
-             if d.code == "CL203" and d.fix is not None and
+    diags = [d for d in lint_text(str(path), text, _settings("CL205"), "cuda").diagnostics
+             if d.code == "CL205" and d.fix is not None and
              d.fix.message.startswith("Add `const`")]
     fixed, _ = apply_edits(text, diags, True)
     return fixed
 
 
-def cl203_flags(path: Path) -> list[dict]:
-    """Every CL203 finding: kernel, parameter and the lines of its load sites."""
+def cl205_flags(path: Path) -> list[dict]:
+    """Every CL205 finding: kernel, parameter and the lines of its load sites."""
     from cudalint.analysis.memory.pointer_access import PointerAccess
     from cudalint.context import UnitContext
     from cudalint.engine import lint_text
     from cudalint.sources.base import SourceFile, Unit
     text = path.read_text()
-    rows = {d.row for d in lint_text(str(path), text, _settings("CL203"), "cuda").diagnostics
-            if d.code == "CL203" and not d.suppressed}
+    rows = {d.row for d in lint_text(str(path), text, _settings("CL205"), "cuda").diagnostics
+            if d.code == "CL205" and not d.suppressed}
     unit = Unit(SourceFile(str(path), text, "cuda"), text)
-    ctx = UnitContext(unit, _settings("CL203"))
+    ctx = UnitContext(unit, _settings("CL205"))
     facts = ctx.analysis(PointerAccess)
     out = []
     for kernel in ctx.model.kernels:
@@ -200,9 +210,63 @@ def cl204_rows(path: Path) -> set[int]:
 
 
 # ---- records -----------------------------------------------------------------------------
+def cl203_findings(path: Path) -> list[dict]:
+    """Every CL203 finding with the source lines its count is about and that count."""
+    from cudalint.context import UnitContext
+    from cudalint.rules.memory.cl203_read_only_missing_restrict import reported
+    from cudalint.sources.base import SourceFile, Unit
+    text = path.read_text()
+    unit = Unit(SourceFile(str(path), text, "cuda"), text)
+    ctx = UnitContext(unit, _settings("CL203"))
+    out = []
+    for kernel, acc, kind, info in reported(ctx):
+        if kind == "reload":
+            lines = sorted({n.start_point[0] + 1 for n in info.loads})
+            out.append({"kernel": kernel.name, "param": acc.param.name, "kind": kind,
+                        "element": info.key, "lines": lines, "predicted": info.count,
+                        "opcode": "LDG"})
+        elif kind == "kept_store":
+            out.append({"kernel": kernel.name, "param": acc.param.name, "kind": kind,
+                        "element": info.key, "lines": [info.store.start_point[0] + 1],
+                        "predicted": info.trip, "opcode": "STG"})
+    return out
+
+
 def cl203_records(workdir: Path) -> dict:
+    """SASS instruction counts for every CL203 finding, before and after its fix."""
+    from cudalint.fixes import fix_text
     records, lookalikes = [], []
     for path in sorted((ROOT / "fixtures" / "CL203").glob("*.cu")):
+        rel = str(path.relative_to(ROOT))
+        text = path.read_text()
+        fixed, _ = fix_text(str(path), text, _settings("CL203"), "cuda", unsafe=True)
+        builds = {}
+        for variant, source in (("original", text), ("fixed", fixed)):
+            folder = workdir / f"counts_{variant}"
+            folder.mkdir(exist_ok=True)
+            cubin, _ = build(source, path.stem, folder)
+            builds[variant] = global_loads(cubin, ("LDG", "STG"))
+        found = cl203_findings(path)
+        for f in found:
+            rec = {"file": rel, **{k: f[k] for k in ("kernel", "param", "kind", "element",
+                                                      "lines", "predicted")}}
+            for variant, ops in builds.items():
+                rec[variant] = sum(1 for op, line in ops.get(f["kernel"], [])
+                                   if line in f["lines"] and op.startswith(f["opcode"]))
+            records.append(rec)
+        flagged = {f["kernel"] for f in found}
+        for kernel, ops in sorted(builds["original"].items()):
+            if kernel not in flagged:
+                lookalikes.append({"file": rel, "kernel": kernel,
+                                   "LDG": sum(op.startswith("LDG") for op, _ in ops),
+                                   "STG": sum(op.startswith("STG") for op, _ in ops)})
+    return {"nvcc": nvcc_version(), "arch": ARCH, "records": records,
+            "lookalikes": lookalikes}
+
+
+def cl205_records(workdir: Path) -> dict:
+    records, lookalikes = [], []
+    for path in sorted((ROOT / "fixtures" / "CL205").glob("*.cu")):
         rel = str(path.relative_to(ROOT))
         safe, unsafe = fixed_texts(path)
         builds = {}
@@ -212,7 +276,7 @@ def cl203_records(workdir: Path) -> dict:
             folder.mkdir(exist_ok=True)
             cubin, _ = build(text, path.stem, folder)
             builds[variant] = global_loads(cubin)
-        flags = cl203_flags(path)
+        flags = cl205_flags(path)
         for f in flags:
             rec = {"file": rel, "kernel": f["kernel"], "param": f["param"],
                    "load_lines": f["load_lines"]}
@@ -260,16 +324,20 @@ def main(argv: list[str] | None = None) -> int:
         print(problem, file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
-        sass = cl203_records(Path(tmp))
+        counts = cl203_records(Path(tmp))
+        sass = cl205_records(Path(tmp))
         stack = cl204_records(Path(tmp))
     if args.check:
         ok = json.loads(SASS_JSON.read_text()) == sass and \
-            json.loads(STACK_JSON.read_text()) == stack
+            json.loads(STACK_JSON.read_text()) == stack and \
+            json.loads(COUNTS_JSON.read_text()) == counts
         print("agrees" if ok else "DIFFERS")
         return 0 if ok else 1
+    COUNTS_JSON.write_text(json.dumps(counts, indent=1) + "\n")
     SASS_JSON.write_text(json.dumps(sass, indent=1) + "\n")
     STACK_JSON.write_text(json.dumps(stack, indent=1) + "\n")
-    print(f"wrote {SASS_JSON.relative_to(ROOT)} ({len(sass['records'])} parameters, "
+    print(f"wrote {COUNTS_JSON.relative_to(ROOT)} ({len(counts['records'])} findings), "
+          f"{SASS_JSON.relative_to(ROOT)} ({len(sass['records'])} parameters, "
           f"{len(sass['lookalikes'])} look-alike kernels) and "
           f"{STACK_JSON.relative_to(ROOT)} ({len(stack['records'])} kernels)")
     return 0

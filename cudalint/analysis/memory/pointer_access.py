@@ -649,6 +649,8 @@ class _Tracer:
             return self.load(arg)
         name = self._callee_name(call)
         short = name.split("::")[-1]
+        if short.startswith("atomic") and index >= 1:
+            return self.load(arg)       # the operand: atomicAdd(addr, *g) reads *g
         if short in STORE_INTRINSICS or short.startswith("atomic"):
             return self.unknown(call, f"`{short}` on the data")
         if _MATH.match(name) or _BY_VALUE_PREFIX.match(short) or short in (

@@ -1,0 +1,125 @@
+"""CL203 (what a missing `__restrict__` makes a kernel execute) and CL205 (the opt-in
+read-only observation): messages, the target architecture, warp-uniform loads."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from cudalint.config import Settings
+from cudalint.engine import lint_text
+from cudalint.rule import all_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SPLIT = """
+__global__ void split(const float* a, float* o, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { o[2*i] = a[i]*2.0f; o[2*i+1] = a[i]*3.0f; }
+}
+"""
+SCALE = """
+__global__ void scale(float* in, float* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * in[i];
+}
+"""
+
+
+def lint(source: str, *codes: str, path: str = "k.cu", **settings):
+    s = replace(Settings(), select=codes, **settings)
+    return [d for d in lint_text(path, source, s, "cuda").diagnostics if d.code in codes]
+
+
+def test_reload_message_states_the_count_and_the_aliasing_pointer():
+    [d] = lint(SPLIT, "CL203")
+    assert d.message.startswith("`a[i]` is loaded 2 times per thread instead of 1 because "
+                                "`o` may alias it")
+    assert d.metrics["loads"] == 2 and d.metrics["loads_fixed"] == 1
+    assert d.fix is not None and not d.fix.is_safe
+    assert "__restrict__" in d.fix.message
+
+
+def test_kept_store_message_names_the_loop_and_the_readers():
+    src = """
+__global__ void mv(const float* w, const float* x, float* o, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int j = 0; j < n; j++) o[i] += w[i * n + j] * x[j];
+}
+"""
+    [d] = lint(src, "CL203")
+    assert d.message.startswith("`o[i]` is stored once per iteration in the loop over `j` "
+                                "instead of once after it, because loads through `w`, `x`")
+    assert d.metrics["kind"] == "kept_store"
+
+
+def test_a_read_only_pointer_without_an_effect_is_cl205_and_only_on_request():
+    assert lint(SCALE, "CL203") == []
+    [d] = lint(SCALE, "CL205")
+    assert "changes no run time" in d.message
+    assert not all_rules()["CL205"].default_enabled
+    assert all_rules()["CL203"].default_enabled
+
+
+def test_pre_volta_targets_get_the_read_only_path_finding():
+    [d] = lint(SCALE, "CL203", arch="sm_60")
+    assert "read-only data cache of sm_60" in d.message
+    assert lint(SCALE, "CL205", arch="sm_60") == []        # CL203 has it
+
+
+def test_the_target_comes_from_the_build_files_when_the_setting_is_left(tmp_path):
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import CUDAExtension\n"
+        "ext = CUDAExtension('k', ['k.cu'], extra_compile_args={'nvcc': "
+        "['-gencode=arch=compute_61,code=sm_61']})\n")
+    path = str(tmp_path / "k.cu")
+    (tmp_path / "k.cu").write_text(SCALE)
+    [d] = lint(SCALE, "CL203", path=path)
+    assert "sm_61" in d.message and "build files" in d.message
+    # an explicit setting wins
+    assert lint(SCALE, "CL203", path=path, arch="sm_80") == []
+
+
+def test_warp_uniform_loads_are_never_reported():
+    src = """
+__global__ void s(const double* a_val, const float* bias, double* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[2*i] = a_val[0] * 2.0 + bias[blockIdx.x];
+    out[2*i+1] = a_val[0] * 3.0 + bias[blockIdx.x];
+}
+"""
+    assert lint(src, "CL203") == []
+    assert lint(src, "CL205") == []
+    assert lint(src, "CL203", arch="sm_60") == []
+
+
+def test_a_launch_passing_one_buffer_twice_silences_the_reload():
+    src = SPLIT + "void f(float* b, int n) { split<<<1, 256>>>(b, b, n); }\n"
+    assert lint(src, "CL203") == []
+
+
+def test_loads_separated_by_an_index_update_are_different_elements():
+    src = """
+__global__ void k(const float* a, float* o, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    o[2*i] = a[i];
+    i += n;
+    o[2*i+1] = a[i];
+}
+"""
+    assert lint(src, "CL203") == []
+
+
+def test_a_conditional_store_in_the_loop_is_not_a_kept_store():
+    src = """
+__global__ void k(const float* w, float* o, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int j = 0; j < n; j++) if (w[j] > 0.0f) o[i] += w[j];
+}
+"""
+    assert lint(src, "CL203") == []
