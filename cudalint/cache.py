@@ -194,7 +194,8 @@ def encode_result(result: "FileResult") -> tuple | None:
         diags.append((d.code, d.name, d.message, d.severity, d.filename, d.row, d.column,
                       d.end_row, d.end_column, d.start_offset, d.end_offset, fix,
                       d.metrics, d.url, d.suppressed, d.noqa_row, rc))
-    out = (result.path, result.lines_of_code, tuple(result.lines.items()), tuple(diags))
+    out = (result.path, result.lines_of_code, tuple(result.lines.items()), tuple(diags),
+           tuple(tuple(u) for u in result.unread))
     return out if _plain(out) else None
 
 
@@ -209,6 +210,7 @@ class CachedResult:
     lines: dict = field(default_factory=dict)
     lines_of_code: int = 0
     error: str | None = None
+    unread: list = field(default_factory=list)
 
     @property
     def visible(self) -> list:
@@ -219,8 +221,8 @@ def decode_result(data: tuple) -> "CachedResult | None":
     from cudalint.diagnostics import Diagnostic, Edit, Fix, edit_rc
     FileResult = CachedResult
     try:
-        path, loc, lines, raw = data
-        if not raw and not lines and type(path) is str and type(loc) is int:
+        path, loc, lines, raw, unread = data
+        if not raw and not lines and not unread and type(path) is str and type(loc) is int:
             return FileResult(path, [], {}, loc)       # most files: nothing to check
         diags = []
         for (code, name, message, severity, filename, row, column, end_row, end_column,
@@ -234,7 +236,7 @@ def decode_result(data: tuple) -> "CachedResult | None":
                            noqa_row=noqa_row)
             d.fix_edits_rc = [edit_rc(c, tuple(a), tuple(b)) for c, a, b in rc]
             diags.append(d)
-        result = FileResult(path, diags, dict(lines), loc)
+        result = FileResult(path, diags, dict(lines), loc, unread=[tuple(u) for u in unread])
     except Exception:          # not our shape: a miss, never a crash
         return None
     return result if _well_formed(result) else None
@@ -459,7 +461,9 @@ def _well_formed(result: "FileResult") -> bool:
     """The types the outputs rely on (an index is only ever written whole by us, with a
     checksum; this guards against one written by something else)."""
     if not (isinstance(result.path, str) and type(result.lines_of_code) is int and
-            all(type(k) is int and isinstance(v, str) for k, v in result.lines.items())):
+            all(type(k) is int and isinstance(v, str) for k, v in result.lines.items()) and
+            all(len(u) == 3 and type(u[0]) is int and type(u[1]) is int and
+                isinstance(u[2], str) for u in result.unread)):
         return False
     for d in result.diagnostics:
         if not (all(isinstance(v, str) for v in (d.code, d.name, d.message, d.severity,

@@ -68,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="apply exclude to files named on the command line too")
     check.add_argument("-j", "--jobs", type=int, default=None)
     check.add_argument("-q", "--quiet", action="store_true")
+    check.add_argument("--show-unread", action="store_true",
+                       help="list each CUDA compile call in Python whose source was not "
+                            "analysed, with the reason")
 
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?")
@@ -357,6 +360,9 @@ def _check(args) -> int:
         render_statistics(results, console, unsafe_fixes=args.unsafe_fixes)
     else:
         RENDER[fmt](results, console, unsafe_fixes=args.unsafe_fixes, quiet=args.quiet)
+    if args.show_unread and fmt in ("full", "concise") and not args.statistics:
+        from cudalint.output.text import render_unread
+        render_unread(results, console)
     if fixed_total and fmt in ("full", "concise") and not args.statistics and not args.quiet:
         console.print(f"Fixed {fixed_total} error{'s' if fixed_total != 1 else ''}.",
                       highlight=False)

@@ -25,6 +25,8 @@ class FileResult:
     lines: dict[int, str] = field(default_factory=dict)   # source rows the output shows
     lines_of_code: int = 0
     error: str | None = None                               # could not be read at all
+    # compile calls of a Python file whose CUDA was not analysed: (row, column, message)
+    unread: list[tuple[int, int, str]] = field(default_factory=list)
 
     @property
     def visible(self) -> list[Diagnostic]:
@@ -63,6 +65,7 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
     rules = enabled_rules(settings)
     findings: list[tuple[type[Rule], Finding, Unit | None]] = []
     notices: list[tuple[int, str]] = []          # (file char offset, message) -> CL000
+    unread: list = []                            # compile calls not analysed (Python)
 
     units: list[Unit] = []
     if kind == "cuda":
@@ -73,7 +76,7 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
             defines = {**include_constants(Path(path), text), **defines}
         units.append(Unit(file=file, text=text, extra_defines=defines))
     elif kind == "python":
-        units.extend(_python_units(file, settings, notices))
+        units.extend(_python_units(file, settings, notices, unread))
 
     unit_rules = [r for r in rules if r.target == "unit"]
     for unit in units:
@@ -98,6 +101,7 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
     diagnostics = _apply_suppressions(diagnostics, file, settings, rules)
     diagnostics.sort(key=Diagnostic.sort_key)
     result = FileResult(path, diagnostics, lines_of_code=text.count("\n") + 1)
+    result.unread = [(*file.position(u.start), u.message()) for u in unread]
     for d in diagnostics:
         for row in range(d.row, min(d.end_row, d.row + 8) + 1):
             result.lines[row] = file.line_text(row)
@@ -117,10 +121,12 @@ def _distinct(diagnostics) -> list[Diagnostic]:
     return out
 
 
-def _python_units(file: SourceFile, settings: Settings, notices) -> list[Unit]:
+def _python_units(file: SourceFile, settings: Settings, notices, unread: list
+                  ) -> list[Unit]:
     from cudalint.sources.python.extract import extract_python_units
     extraction = extract_python_units(file.text, file.path, settings.python_compile_apis)
     notices.extend(extraction.notes)
+    unread.extend(extraction.unread)
     return [Unit(file=file, text=k.text, embedded=k, index=i,
                  extra_defines=dict(settings.defines))
             for i, k in enumerate(extraction.kernels)]

@@ -211,3 +211,32 @@ def test_block_dimension_from_branches():
             k((1,), (bx, 2), ())
         """)
     assert sorted(k.launches[0].block for k in ex.kernels) == [(32, 2), (64, 2), (256, 2)]
+
+
+# ---------------------------------------------------------------------------------------
+# nothing unread in silence
+
+
+def test_unread_count_line_and_show_unread(tmp_path, monkeypatch, capsys):
+    from cudalint.cli import main
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "k.py").write_text(textwrap.dedent("""
+        import cupy
+        a = cupy.RawKernel(open('a.cu').read(), 'a')
+        m = cupy.RawModule(path='m.cubin')
+        ok = cupy.RawKernel('__global__ void ok() {}', 'ok')
+        """))
+    for extra in ([], ["--no-cache"]):          # the count survives the cache
+        assert main(["check", "k.py", "--output-format", "concise"] + extra) == 0
+        out = capsys.readouterr().out
+        assert out.splitlines()[-1] == ("2 CUDA compile calls in Python were not analysed "
+                                        "(list them with `--show-unread`).")
+    main(["check", "k.py", "--output-format", "concise", "--show-unread"])
+    listed = [ln for ln in capsys.readouterr().out.splitlines() if " unread " in ln]
+    assert listed == [
+        "k.py:3:5: unread `cupy.RawKernel` call not analysed: read from a file at run time",
+        "k.py:4:5: unread `cupy.RawModule` call not analysed: compiled from a file "
+        "(`path=`), not from a string"]
+    main(["check", "k.py", "--output-format", "json", "--show-unread"])
+    assert "unread" not in capsys.readouterr().out       # JSON stays JSON

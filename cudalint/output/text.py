@@ -85,6 +85,23 @@ def _excerpt(console, res: FileResult, d: Diagnostic) -> None:
     line(console, [("blue", f"{pad} |")], highlight=False)
 
 
+def _unread_line(results, console) -> None:
+    """One line, as ruff's "N hidden fixes": compile calls whose CUDA was not read."""
+    n = sum(len(getattr(r, "unread", None) or ()) for r in results)
+    if n:
+        console.print(f"{n} CUDA compile call{'s' if n != 1 else ''} in Python "
+                      f"{'were' if n != 1 else 'was'} not analysed (list them with "
+                      "`--show-unread`).", highlight=False)
+
+
+def render_unread(results, console) -> None:
+    """``--show-unread``: each compile call whose CUDA was not analysed, and why."""
+    for r in results:
+        for row, col, message in getattr(r, "unread", None) or ():
+            line(console, [("bold", r.path), f":{row}:{col}: ", ("dim", "unread"), " ",
+                           message], highlight=False, soft_wrap=True)
+
+
 def _summary(results, console, unsafe_fixes: bool) -> None:
     diags = _all(results)
     errors = [r for r in results if r.error]
@@ -93,6 +110,7 @@ def _summary(results, console, unsafe_fixes: bool) -> None:
              highlight=False)
     if not diags:
         console.print("All checks passed!", highlight=False)
+        _unread_line(results, console)
         return
     n = len(diags)
     console.print(f"Found {n} error{'s' if n != 1 else ''}.", highlight=False)
@@ -106,6 +124,7 @@ def _summary(results, console, unsafe_fixes: bool) -> None:
     elif hidden:
         console.print(f"No fixes available ({hidden} hidden fixes can be enabled with the "
                       "`--unsafe-fixes` option).", highlight=False)
+    _unread_line(results, console)
 
 
 def render_statistics(results, console, unsafe_fixes: bool = False) -> None:
