@@ -3,7 +3,10 @@
 (FindCUDA), ``add_compile_options`` and ``target_compile_options`` (generator expressions
 for another language are dropped), ``cuda_add_library(... OPTIONS ...)``; targets' sources
 from ``add_library`` / ``add_executable`` / ``cuda_add_*`` / ``target_sources`` and
-``set()`` variables.
+``set()`` variables. Commands inside ``if()``/``elseif()``/``else()`` blocks count; a block
+whose condition is an ``option()`` or a ``set()`` to ON/OFF (``if(USE_FAST_MATH)``,
+``if(NOT X)``) is followed as the defaults decide, and its flags carry a note for
+messages ("on unless USE_FAST_MATH=OFF"); any other condition keeps every branch.
 """
 from __future__ import annotations
 
@@ -37,6 +40,9 @@ class _CMake:
         self.cuda_flags: list[_Word] = []       # CMAKE_CUDA_FLAGS*
         self.nvcc_flags: list[_Word] = []       # CUDA_NVCC_FLAGS
         self._b2c = None if text.isascii() else _byte_to_char(text)
+        self.switches: dict[str, tuple[bool, bool]] = {}   # name -> (value, is an option())
+        self.notes: dict[tuple[int, int], str] = {}        # word span -> its condition
+        self._active_notes: list[str] = []
 
     def c(self, b: int) -> int:
         return b if self._b2c is None else self._b2c[b]
@@ -96,8 +102,11 @@ class _CMake:
         return self._finish()
 
     def _command(self, cmd) -> None:
-        if cmd.type in ("if_condition", "foreach_loop", "while_loop", "block_def",
-                        "function_def", "macro_def"):
+        if cmd.type == "if_condition":
+            self._if(cmd)
+            return
+        if cmd.type in ("foreach_loop", "while_loop", "block_def", "function_def",
+                        "macro_def", "body"):
             for ch in cmd.children:
                 self._command(ch)
             return
@@ -110,7 +119,18 @@ class _CMake:
         args = self.args(cmd)
         if not args:
             return
+        if self._active_notes:
+            note = " and ".join(dict.fromkeys(self._active_notes))
+            for w in args:
+                self.notes.setdefault((w.start, w.end), note)
         head = args[0].text
+        if ident == "option" and len(args) >= 2:
+            raw = self._raw_args(cmd)        # the help text is one argument, not words
+            value = _switch(raw[2].text) if len(raw) >= 3 else False
+            if value is not None and head not in self.switches:
+                self.switches[head] = (value, True)
+        if ident == "set" and len(args) == 2 and _switch(args[1].text) is not None:
+            self.switches[head] = (_switch(args[1].text), False)
         if ident == "set":
             vals = [w for w in args[1:] if w.text not in ("CACHE", "PARENT_SCOPE", "FORCE")]
             if "CACHE" in [w.text for w in args[1:]]:
@@ -154,6 +174,78 @@ class _CMake:
             t = self._target(head)
             t.sources += [w.text for w in args[1:] if w.text.endswith(
                 (".cu", ".cpp", ".cc", ".c"))]
+
+    def _if(self, node) -> None:
+        """Follow the branch the defaults take when every condition up to it is known;
+        otherwise every branch (a build may take any of them)."""
+        decided = True
+        taking: tuple[bool, str | None] | None = None
+        for ch in node.children:
+            if ch.type in ("if_command", "elseif_command", "else_command"):
+                if not decided:
+                    cond = None
+                elif ch.type == "else_command":
+                    cond = (True, None)
+                else:
+                    cond = self._condition(ch)
+                taking = cond
+                continue
+            if ch.type != "body":
+                continue
+            if taking is None:
+                decided = False
+                self._command(ch)
+                continue
+            on, note = taking
+            if on:
+                if note:
+                    self._active_notes.append(note)
+                self._command(ch)
+                if note:
+                    self._active_notes.pop()
+                return                       # the later branches are not taken
+        return
+
+    def _condition(self, cmd) -> tuple[bool, str | None] | None:
+        words = [w.text for w in self._raw_args(cmd)]
+        negate = False
+        if len(words) == 2 and words[0].upper() == "NOT":
+            negate, words = True, words[1:]
+        if len(words) != 1:
+            return None
+        name = words[0]
+        m = re.fullmatch(r"\$\{([A-Za-z0-9_]+)\}", name)
+        if m:
+            name = m.group(1)
+        if name not in self.switches:
+            lit = _switch(name)
+            return None if lit is None else (lit != negate, None)
+        value, is_option = self.switches[name]
+        on = value != negate
+        if not is_option:
+            return on, None
+        return on, f"on unless {name}={'OFF' if value else 'ON'}"
+
+    def _raw_args(self, cmd) -> list[_Word]:
+        arglist = next((ch for ch in cmd.children if ch.type == "argument_list"), None)
+        out = []
+        for arg in arglist.children if arglist is not None else []:
+            if arg.type == "argument" and arg.children:
+                t = _text(arg.children[0].text).strip('"')
+                out.append(_Word(t, 0, 0))
+        return out
+
+    def labelled(self, label: str, flags: list[Flag]) -> str:
+        noted = []
+        for f in flags:
+            note = self.notes.get((f.start, f.end))
+            if note and any(w in f.text for w in ("fast_math", "fast-math", "ftz",
+                                                   "prec-div", "prec_div", "prec-sqrt",
+                                                   "prec_sqrt", "fmad")):
+                entry = f"`{f.text}` {note}"
+                if entry not in noted:
+                    noted.append(entry)
+        return f"{label} ({'; '.join(noted)})" if noted else label
 
     def _cuda_words(self, words: list[_Word]) -> list[_Word]:
         """Drop words under a generator expression for another language, strip genex
@@ -204,15 +296,30 @@ class _CMake:
                 what = "the CUDA sources of this CMake project"
                 if var.startswith("CUDA_NVCC_FLAGS"):
                     what = "FindCUDA targets (cuda_add_library/cuda_add_executable)"
-                builds.append(Build("cmake-dir", f"{what} via {var}", self.path, flags, srcs))
+                builds.append(Build("cmake-dir", self.labelled(f"{what} via {var}", flags),
+                                    self.path, flags, srcs))
         if self.dir_flags:
             srcs = sorted({s for t in self.targets.values() for s in t.sources}) or ["**/*.cu"]
-            builds.append(Build("cmake-dir", "targets of this directory via add_compile_options",
-                                self.path, [self._flag(w) for w in self.dir_flags], srcs))
+            flags = [self._flag(w) for w in self.dir_flags]
+            builds.append(Build("cmake-dir", self.labelled(
+                "targets of this directory via add_compile_options", flags),
+                self.path, flags, srcs))
         for t in self.targets.values():
             if t.flags:
+                t.label = self.labelled(t.label, t.flags)
                 builds.append(t)
         return builds
+
+
+def _switch(word: str) -> bool | None:
+    """CMake's constant truth values (``if(<constant>)``); None for anything else."""
+    w = word.upper()
+    if w in ("1", "ON", "YES", "TRUE", "Y"):
+        return True
+    if w in ("0", "OFF", "NO", "FALSE", "N", "IGNORE", "NOTFOUND", "") or \
+            w.endswith("-NOTFOUND"):
+        return False
+    return None
 
 
 def _text(data: bytes) -> str:

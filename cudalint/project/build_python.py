@@ -3,13 +3,22 @@
 torch ``load(...)``/``load_inline(...)`` ``extra_cuda_cflags``, CuPy ``RawKernel`` /
 ``RawModule`` / ``ElementwiseKernel`` / ``ReductionKernel`` ``options``, PyCUDA
 ``SourceModule(options=...)``. Flag lists may be literals, names bound to them, ``+``,
-``+=``, ``.append``/``.extend``/``.insert``, ``d['nvcc']`` items and ``str.split()``.
+``+=``, ``.append``/``.extend``/``.insert``, ``d['nvcc']`` items and ``str.split()``,
+and values returned by helper functions of the same module (``nvcc_flags()``, a dict, a
+``SimpleNamespace``/namedtuple read back as ``params.extra_cuda_cflags``; arguments are
+passed through). A flag under a condition the module decides from constants and
+``os.getenv``/``os.environ.get`` defaults (``flags += ["-use_fast_math"] if FAST_MATH
+else []`` with ``FAST_MATH = os.getenv("FAST_MATH", "1") == "1"``; ``if FAST_MATH:``
+blocks) is kept when the defaults make it active, with a note for messages ("on unless
+FAST_MATH=0"), and dropped when they make it inactive; a condition that cannot be
+decided (``sys.platform``, ``torch.version.hip``) keeps the flag without a note.
 """
 from __future__ import annotations
 
 import ast
 import re
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from cudalint.project.build import Build
@@ -19,6 +28,9 @@ _EXTENSIONS = {"CUDAExtension", "CppExtension", "Extension", "CUDAExtensionBuild
 _CUPY = {"RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel"}
 _PYCUDA = {"SourceModule", "DynamicSourceModule"}
 _MUTATORS = {"append", "extend", "insert"}
+_GETENV = {"os.getenv", "getenv", "os.environ.get", "environ.get"}
+_ON_WORDS = ("1", "true", "yes", "on", "y")
+_UNKNOWN = object()         # a value the module does not decide
 
 
 class _Line:
@@ -57,6 +69,13 @@ class _PyBuilds:
         # name -> [(line, stmt)] of statements that bind or mutate it, per scope node
         self.events: dict[tuple[int, str], list[ast.AST]] = {}
         self.builds: list[Build] = []
+        self.functions: dict[str, ast.AST] = {}     # name -> the last def of that name
+        # flag span -> why it is on ("on unless FAST_MATH=0"), from conditions decided
+        # by environment defaults
+        self.notes: dict[tuple[int, int], str] = {}
+        self._binds: dict[tuple[int, str], ast.AST] = {}   # (def, parameter) -> argument
+        self._following: set[int] = set()                  # defs being followed (recursion)
+        self._aliases: set[str] | None = None      # names of torch.utils.cpp_extension
         self._index(tree, tree)
 
     # -- bindings ------------------------------------------------------------------------
@@ -66,6 +85,8 @@ class _PyBuilds:
             self.parents[child] = node
             inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                 ast.Lambda)) else scope
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[child.name] = child
             if isinstance(child, ast.Assign):
                 for t in child.targets:
                     for key in self._keys(t):
@@ -153,6 +174,12 @@ class _PyBuilds:
             a, b = self.flags(expr.left, depth + 1), self.flags(expr.right, depth + 1)
             return _Item(a.flags + b.flags, a.opaque or b.opaque)
         if isinstance(expr, ast.IfExp):
+            cond = self.condition(expr.test)
+            if cond is not None:
+                on, note = cond
+                item = self.flags(expr.body if on else expr.orelse, depth + 1)
+                self._note(item, note)
+                return item
             a, b = self.flags(expr.body, depth + 1), self.flags(expr.orelse, depth + 1)
             return _Item(a.flags + b.flags, True)
         if isinstance(expr, ast.Call):
@@ -162,7 +189,20 @@ class _PyBuilds:
             if isinstance(f, ast.Attribute) and f.attr == "split" and not expr.args and \
                     isinstance(f.value, ast.Constant) and isinstance(f.value.value, str):
                 return self.flags(f.value, depth + 1)
+            with self._returns(expr) as returned:
+                if returned is not None:
+                    out = _Item([], not returned)
+                    for value in returned:
+                        sub = self.flags(value, depth + 1)
+                        out.flags += sub.flags
+                        out.opaque |= sub.opaque
+                    return out
             return _Item([], True)
+        if isinstance(expr, ast.Attribute):
+            fields = self._record_fields(expr.value, depth + 1)
+            if fields is None or expr.attr not in fields:
+                return _Item([], True)
+            return self.flags(fields[expr.attr], depth + 1)
         if isinstance(expr, (ast.Name, ast.Subscript)):
             keys = self._keys(expr)
             if isinstance(expr, ast.Subscript) and not keys:
@@ -170,6 +210,14 @@ class _PyBuilds:
             if not keys:
                 return _Item([], True)
             evs = self._events_before(keys[0], expr, depth)
+            bound = self._bound(expr) if isinstance(expr, ast.Name) else None
+            if bound is not None and (evs is None or not isinstance(
+                    evs[0], (ast.Assign, ast.AnnAssign))):
+                out = self.flags(bound, depth + 1)      # a parameter: the caller's argument
+                for ev in evs or []:
+                    sub = self._guarded_event_flags(ev, depth + 1)
+                    out = _Item(out.flags + sub.flags, out.opaque or sub.opaque)
+                return out
             if evs is None:
                 if isinstance(expr, ast.Subscript):
                     base = self.dict_value(expr.value, depth + 1)
@@ -178,11 +226,229 @@ class _PyBuilds:
                 return _Item([], True)
             out = _Item([])
             for ev in evs:
-                sub = self._event_flags(ev, depth + 1)
+                sub = self._guarded_event_flags(ev, depth + 1)
                 out.flags += sub.flags
                 out.opaque |= sub.opaque
             return out
         return _Item([], True)
+
+    def _guarded_event_flags(self, ev: ast.AST, depth: int) -> _Item:
+        """An event's flags, dropped when an enclosing ``if`` is off by the module's
+        defaults, noted when it is on because of them."""
+        notes = []
+        child, cur = ev, self.parents.get(ev)
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                       ast.Lambda, ast.Module)):
+            if isinstance(cur, ast.If) and child is not cur.test:
+                cond = self.condition(cur.test)
+                if cond is not None:
+                    on, note = cond
+                    if child in cur.orelse:
+                        on = not on
+                    if not on:
+                        return _Item([])
+                    if note:
+                        notes.append(note)
+            child, cur = cur, self.parents.get(cur)
+        item = self._event_flags(ev, depth)
+        for note in notes:
+            self._note(item, note)
+        return item
+
+    def _note(self, item: _Item, note: str | None) -> None:
+        if note:
+            for f in item.flags:
+                old = self.notes.get((f.start, f.end))
+                self.notes[(f.start, f.end)] = note if old in (None, note) else \
+                    f"{old} and {note}"
+
+    def labelled(self, label: str, flags: list[Flag]) -> str:
+        """The build's label with the conditions of its fast-math flags, if any."""
+        noted = []
+        for f in flags:
+            note = self.notes.get((f.start, f.end))
+            if note and any(w in f.text for w in ("fast_math", "fast-math", "ftz",
+                                                   "prec-div", "prec_div", "prec-sqrt",
+                                                   "prec_sqrt", "fmad")):
+                entry = f"`{f.text}` {note}"
+                if entry not in noted:
+                    noted.append(entry)
+        return f"{label} ({'; '.join(noted)})" if noted else label
+
+    # -- helper functions of the module ------------------------------------------------
+
+    @contextmanager
+    def _returns(self, call: ast.Call):
+        """The values a same-module function returns, with its parameters bound to this
+        call's arguments, while they are being read; None when the callee is not such a
+        function (or is already being followed: recursion)."""
+        fn = self.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
+        if fn is None or id(fn) in self._following:
+            yield None
+            return
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        for name, value in zip(params, call.args):
+            if isinstance(value, ast.Starred):
+                break
+            self._binds[(id(fn), name)] = value
+        for k in call.keywords:
+            if k.arg:
+                self._binds[(id(fn), k.arg)] = k.value
+        defaults = fn.args.defaults
+        for name, value in zip(params[len(params) - len(defaults):], defaults):
+            self._binds.setdefault((id(fn), name), value)
+        out: list[ast.AST] = []
+        stack = list(fn.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Return):
+                if node.value is not None:
+                    out.append(node.value)
+                continue
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                 ast.ClassDef)):
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+        self._following.add(id(fn))
+        try:
+            yield sorted(out, key=lambda n: (n.lineno, n.col_offset))
+        finally:
+            self._following.discard(id(fn))
+
+    def _bound(self, name: ast.Name) -> ast.AST | None:
+        for scope in self._scopes(name):
+            value = self._binds.get((id(scope), name.id))
+            if value is not None:
+                return value
+        return None
+
+    def _record_fields(self, expr: ast.AST, depth: int) -> dict[str, ast.AST] | None:
+        """Keyword fields of a record a name holds: ``SimpleNamespace(a=...)``, a
+        namedtuple or dataclass built with keywords, a dict, possibly returned by a
+        helper function of the module."""
+        if depth > 16:
+            return None
+        if isinstance(expr, ast.Name):
+            evs = self._events_before(expr.id, expr, depth)
+            if evs and isinstance(evs[0], (ast.Assign, ast.AnnAssign)):
+                return self._record_fields(evs[0].value, depth + 1)
+            return None
+        if isinstance(expr, ast.Dict):
+            return self.dict_value(expr, depth + 1)
+        if isinstance(expr, ast.Call):
+            with self._returns(expr) as returned:
+                if returned is not None:
+                    for value in returned:
+                        fields = self._record_fields(value, depth + 1)
+                        if fields is not None:
+                            return fields
+                    return None
+            if expr.keywords and all(k.arg for k in expr.keywords):
+                return {k.arg: k.value for k in expr.keywords}
+        return None
+
+    # -- conditions --------------------------------------------------------------------
+
+    def condition(self, test: ast.AST) -> tuple[bool, str | None] | None:
+        """Whether ``test`` holds with the module's constants and the environment
+        variables at their defaults, and a note naming those variables; None when the
+        module does not decide it."""
+        envs: list[tuple[str, object]] = []
+        value = self._value(test, envs, 0)
+        if value is _UNKNOWN:
+            return None
+        on = bool(value)
+        if not envs:
+            return on, None
+        notes = []
+        for var, default in envs:
+            if default is None or default == "":
+                notes.append(f"unless {var} is set" if on else f"only when {var} is set")
+            elif on and str(default).lower() in _ON_WORDS:
+                notes.append(f"unless {var}=0")
+            else:
+                notes.append(f"while {var}={default!s}")
+        return on, "on " + " and ".join(dict.fromkeys(notes))
+
+    def _value(self, expr: ast.AST, envs: list, depth: int) -> object:
+        if depth > 16:
+            return _UNKNOWN
+        if isinstance(expr, ast.Constant):
+            return expr.value
+        if isinstance(expr, ast.Name):
+            evs = self._events_before(expr.id, expr, depth)
+            if evs and len(evs) == 1 and isinstance(evs[0], ast.Assign) and \
+                    len(evs[0].targets) == 1 and self._top_level(evs[0]):
+                return self._value(evs[0].value, envs, depth + 1)
+            return _UNKNOWN
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            v = self._value(expr.operand, envs, depth + 1)
+            return _UNKNOWN if v is _UNKNOWN else not v
+        if isinstance(expr, ast.BoolOp):
+            vals = [self._value(v, envs, depth + 1) for v in expr.values]
+            if any(v is _UNKNOWN for v in vals):
+                return _UNKNOWN
+            return all(vals) if isinstance(expr.op, ast.And) else any(vals)
+        if isinstance(expr, ast.IfExp):
+            t = self._value(expr.test, envs, depth + 1)
+            if t is _UNKNOWN:
+                return _UNKNOWN
+            return self._value(expr.body if t else expr.orelse, envs, depth + 1)
+        if isinstance(expr, ast.Compare) and len(expr.ops) == 1:
+            a = self._value(expr.left, envs, depth + 1)
+            b = self._value(expr.comparators[0], envs, depth + 1)
+            if a is _UNKNOWN or b is _UNKNOWN:
+                return _UNKNOWN
+            op = expr.ops[0]
+            try:
+                if isinstance(op, (ast.Eq, ast.Is)):
+                    return a == b
+                if isinstance(op, (ast.NotEq, ast.IsNot)):
+                    return a != b
+                if isinstance(op, ast.In):
+                    return a in b
+                if isinstance(op, ast.NotIn):
+                    return a not in b
+            except TypeError:
+                return _UNKNOWN
+            return _UNKNOWN
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+            vals = [self._value(v, envs, depth + 1) for v in expr.elts]
+            return _UNKNOWN if any(v is _UNKNOWN for v in vals) else tuple(vals)
+        if isinstance(expr, ast.Call):
+            name = _callee(expr)
+            if name in _GETENV and expr.args and isinstance(expr.args[0], ast.Constant) \
+                    and isinstance(expr.args[0].value, str) and len(expr.args) <= 2:
+                default = None
+                if len(expr.args) == 2:
+                    default = self._value(expr.args[1], envs, depth + 1)
+                    if default is _UNKNOWN:
+                        return _UNKNOWN
+                envs.append((expr.args[0].value, default))
+                return default
+            if name in ("int", "bool", "str") and len(expr.args) == 1:
+                v = self._value(expr.args[0], envs, depth + 1)
+                try:
+                    return _UNKNOWN if v is _UNKNOWN else {"int": int, "bool": bool,
+                                                           "str": str}[name](v)
+                except (TypeError, ValueError):
+                    return _UNKNOWN
+            f = expr.func
+            if isinstance(f, ast.Attribute) and f.attr in ("lower", "upper", "strip") and \
+                    not expr.args:
+                v = self._value(f.value, envs, depth + 1)
+                return getattr(v, f.attr)() if isinstance(v, str) else _UNKNOWN
+        return _UNKNOWN
+
+    def _top_level(self, stmt: ast.AST) -> bool:
+        """A binding outside any ``if``/loop/``try`` of its scope: its value is the one."""
+        cur = self.parents.get(stmt)
+        while cur is not None and not isinstance(cur, (ast.Module, ast.FunctionDef,
+                                                       ast.AsyncFunctionDef)):
+            if isinstance(cur, (ast.If, ast.For, ast.While, ast.Try, ast.With)):
+                return False
+            cur = self.parents.get(cur)
+        return True
 
     def _event_flags(self, ev: ast.AST, depth: int) -> _Item:
         if isinstance(ev, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -209,6 +475,12 @@ class _PyBuilds:
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and \
                 expr.func.id == "dict":
             return {k.arg: k.value for k in expr.keywords if k.arg}
+        if isinstance(expr, ast.Call):
+            with self._returns(expr) as returned:
+                for value in returned or []:
+                    d = self.dict_value(value, depth + 1)
+                    if d is not None:
+                        return d
         if isinstance(expr, ast.Name):
             evs = self._events_before(expr.id, expr, depth)
             if evs and isinstance(evs[0], (ast.Assign, ast.AnnAssign)):
@@ -284,22 +556,30 @@ class _PyBuilds:
                 item = self.flags(ext_args)          # a list: torch gives it to nvcc too
             if item is None:
                 return
-            self.builds.append(Build("extension", f"extension `{label}`" if label else
-                                     "this extension", self.path, item.flags,
+            self.builds.append(Build("extension", self.labelled(
+                                         f"extension `{label}`" if label else
+                                         "this extension", item.flags), self.path, item.flags,
                                      [s for s in sources if _is_cuda_source(s)] or sources,
                                      item.opaque, cs, ce))
         elif short in ("load", "load_inline") and (
-                "cpp_extension" in name or name in ("load_inline", "load")):
+                "cpp_extension" in name or name in ("load_inline", "load") or
+                self._cpp_extension_alias(name)):
             flags_expr = _kw(call, "extra_cuda_cflags")
             if flags_expr is None:
                 return
             label_expr = _arg(call, 0, "name")
-            label = label_expr.value if isinstance(label_expr, ast.Constant) else None
+            if isinstance(label_expr, ast.Attribute):     # params.name of a record
+                fields = self._record_fields(label_expr.value, 1) or {}
+                label_expr = fields.get(label_expr.attr, label_expr)
+            label = self._value(label_expr, [], 0)
+            label = label if isinstance(label, str) else None
             item = self.flags(flags_expr)
             sources = self.strings(_arg(call, 1, "sources")) if short == "load" else []
             what = "torch.load" if short == "load" else "torch.load_inline"
-            self.builds.append(Build(what, f"`{short}` module `{label}`" if label else
-                                     f"this `{short}` module", self.path, item.flags,
+            self.builds.append(Build(what, self.labelled(
+                                         f"`{short}` module `{label}`" if label else
+                                         f"this `{short}` module", item.flags),
+                                     self.path, item.flags,
                                      sources, item.opaque, cs, ce))
         elif short in _CUPY:
             pos = 2 if short == "RawKernel" else None
@@ -310,16 +590,36 @@ class _PyBuilds:
             kname = _arg(call, 1 if short == "RawKernel" else 3, "name")
             label = kname.value if isinstance(kname, ast.Constant) and \
                 isinstance(kname.value, str) else None
-            self.builds.append(Build("cupy", f"CuPy {short} `{label}`" if label else
-                                     f"this CuPy {short}", self.path, item.flags, [],
+            self.builds.append(Build("cupy", self.labelled(
+                                         f"CuPy {short} `{label}`" if label else
+                                         f"this CuPy {short}", item.flags),
+                                     self.path, item.flags, [],
                                      item.opaque, cs, ce))
         elif short in _PYCUDA:
             opts = _arg(call, 2, "options")
             if opts is None:
                 return
             item = self.flags(opts)
-            self.builds.append(Build("pycuda", f"PyCUDA {short}", self.path, item.flags, [],
+            self.builds.append(Build("pycuda", self.labelled(f"PyCUDA {short}", item.flags),
+                                     self.path, item.flags, [],
                                      item.opaque, cs, ce))
+
+    def _cpp_extension_alias(self, name: str) -> bool:
+        """``jit.load`` where the module did ``import torch.utils.cpp_extension as jit``
+        (or ``from torch.utils import cpp_extension as jit``)."""
+        base = name.rsplit(".", 1)[0] if "." in name else None
+        if base is None or "." in base:
+            return False
+        if self._aliases is None:
+            self._aliases = set()
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Import):
+                    self._aliases |= {a.asname for a in node.names
+                                      if a.asname and a.name == "torch.utils.cpp_extension"}
+                elif isinstance(node, ast.ImportFrom) and node.module == "torch.utils":
+                    self._aliases |= {a.asname or a.name for a in node.names
+                                      if a.name == "cpp_extension"}
+        return base in self._aliases
 
 
 def _callee(call: ast.Call) -> str | None:
