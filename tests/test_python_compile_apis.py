@@ -161,6 +161,23 @@ def test_method_returning_source_and_branch_sources():
     assert "fast" in texts[1] and "slow" in texts[2]
 
 
+def test_parameters_from_the_module_callers():
+    ex = _ex("""
+        import cupy
+        def _kernel(int_type, op='+'):
+            return cupy.ElementwiseKernel(
+                'raw T x', 'T y', 'y = x[i] %s (T)sizeof(%s)' % (op, int_type), 'k')
+        def a():
+            return _kernel('int')
+        def b(t):
+            return _kernel(t, op='*')
+        """)
+    ops = [k.text.split("{\n")[-1].split(";")[0] for k in ex.kernels]
+    # one kernel per caller; an unknown argument stays opaque, never guessed
+    assert ops[0] == "y = x[i] + (T)sizeof(int)"
+    assert ops[1].startswith("y = x[i] * (T)sizeof(__cudalint_opaque_")
+
+
 def test_unread_reasons():
     ex = _ex("""
         import cupy
@@ -170,7 +187,8 @@ def test_unread_reasons():
         k = cupy.RawKernel(open('k.cu').read(), 'k')
         """)
     reasons = [u.reason for u in ex.unread]
-    assert reasons[0] == "`src` is a parameter of `make`"
+    assert reasons[0] == ("`src` is a parameter of `make` (and no call of `make` in this "
+                          "module passes known values)")
     assert "path=" in reasons[1] and "file" in reasons[2]
 
 

@@ -29,6 +29,7 @@ _COMPOUND_BODIES = ("body", "orelse", "finalbody")
 _HEADER_FIELDS = ("test", "iter", "target", "items", "subject", "value", "targets")
 # packages whose names mean a file may compile CUDA through a module attribute
 _PACKAGES = ("cupy", "cupyx", "pycuda", "torch", "chainer")
+MAX_CALLERS = 8           # calls of a compiling function followed for its parameters
 
 
 class Collector(LaunchReader, Snippets):
@@ -56,6 +57,7 @@ class Collector(LaunchReader, Snippets):
         self.tree = tree
         self.result = result
         self.calls: list[tuple[ast.Call, CompileApi, Scope | None]] = []
+        self._sites: dict[str, list[tuple[ast.Call, Scope]]] | None = None
         # (statement or header expression, scope) whose expressions may hold calls
         self.pending: list[tuple[ast.AST, Scope]] = []
 
@@ -78,9 +80,13 @@ class Collector(LaunchReader, Snippets):
                             self.calls.append((sub, api, scope))
         self.calls.sort(key=lambda c: (c[0].lineno, c[0].col_offset))
         for call, api, scope in self.calls:
-            self.ex.why = None
+            self.ex.why, self.ex.params_hit = None, False
             try:
                 found = self.kernels_of(call, api, scope)
+                if self.ex.params_hit and (not found or any(
+                        "__cudalint_opaque_" in k.text for k in found)):
+                    # a parameter left the source unread or opaque: its callers may know
+                    found = self.through_callers(call, api, scope) or found
             except RecursionError:
                 found, self.ex.why = [], "expressions nested too deeply"
             if found:
@@ -89,6 +95,48 @@ class Collector(LaunchReader, Snippets):
                 cs, ce = self.ex.span(call)
                 self.result.unread.append(Unread(cs, ce, api.label, self.reason()))
         self.attach_launches()
+
+    def through_callers(self, call: ast.Call, api: CompileApi, scope
+                        ) -> list[EmbeddedKernel]:
+        """A source built from the parameters of the function that compiles it: one
+        kernel per call of that function in this module whose arguments are known (at
+        most MAX_CALLERS; the same text from several callers is analysed once)."""
+        fn = scope.node if scope is not None else None
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return []
+        why = self.ex.why
+        method = scope.parent is not None and isinstance(scope.parent.node, ast.ClassDef)
+        out: list[EmbeddedKernel] = []
+        seen: set = set()
+        for site, site_scope in self.call_sites(fn.name, method)[:MAX_CALLERS]:
+            self.ex.why = None
+            values = self.ex.arguments(fn, site, site_scope, scope.parent, method)
+            if values is None:
+                continue
+            with self.ex.binding(scope, values):
+                for k in self.kernels_of(call, api, scope):
+                    key = (k.text, tuple(k.char_map))
+                    if key not in seen:
+                        seen.add(key)
+                        out.append(k)
+        self.ex.why = why if out or not why or "is a parameter of" not in why else \
+            f"{why} (and no call of `{fn.name}` in this module passes known values)"
+        return out
+
+    def call_sites(self, name: str, method: bool) -> list[tuple[ast.Call, Scope]]:
+        if self._sites is None:
+            self._sites = {}
+            for node, scope in self.pending:
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Call):
+                        f = sub.func
+                        key = f.id if isinstance(f, ast.Name) else \
+                            f"self.{f.attr}" if isinstance(f, ast.Attribute) and isinstance(
+                                f.value, ast.Name) and f.value.id in ("self", "cls") \
+                            else None
+                        if key is not None:
+                            self._sites.setdefault(key, []).append((sub, scope))
+        return self._sites.get(f"self.{name}" if method else name, [])
 
     def api_of(self, func: ast.expr) -> CompileApi | None:
         q = self.ex.qualname(func)

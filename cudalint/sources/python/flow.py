@@ -85,10 +85,12 @@ class Flow:
             b = self.sequence(expr.right, scope, depth + 1) if a is not None else None
             return a + b if a is not None and b is not None else None
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and \
-                expr.func.id == "range" and len(expr.args) == 1 and not expr.keywords:
-            n = self.const(expr.args[0], scope, depth + 1)
-            if isinstance(n, int) and 0 <= n <= MAX_UNROLL:
-                return [(ast.Constant(i), None) for i in range(n)]
+                expr.func.id == "range" and 1 <= len(expr.args) <= 3 and not expr.keywords:
+            bounds = [self.const(a, scope, depth + 1) for a in expr.args]
+            if all(isinstance(b, int) for b in bounds) and (len(bounds) < 3 or bounds[2]):
+                r = range(*bounds)
+                if len(r) <= MAX_UNROLL:
+                    return [(ast.Constant(i), None) for i in r]
         self.fail(f"iterates over `{ast.unparse(expr)[:40]}`, not a constant sequence")
         return None
 

@@ -64,7 +64,10 @@ class LaunchReader:
     def attach_launches(self) -> None:
         if not self.result.kernels:
             return
-        self.by_call = {id(getattr(k, "_call")): k for k in self.result.kernels}
+        # a call may give several kernels (one per if/else branch or per caller)
+        self.by_call: dict[int, list[EmbeddedKernel]] = {}
+        for k in self.result.kernels:
+            self.by_call.setdefault(id(getattr(k, "_call")), []).append(k)
         self.handles: dict[str, tuple[list[EmbeddedKernel], str | None]] = {}
         self.ambiguous: set[str] = set()
         self.makers: dict[str, tuple[list[EmbeddedKernel], str | None]] = {}
@@ -118,8 +121,8 @@ class LaunchReader:
                 return self.handles.get(key) if key else None
             return None
         if id(value) in self.by_call:
-            k = self.by_call[id(value)]
-            return [k], k.name
+            ks = self.by_call[id(value)]
+            return ks, ks[0].name
         f = value.func
         if isinstance(f, ast.Attribute) and f.attr in _HANDLE_ATTRS and value.args:
             base = self.handle_of(f.value)

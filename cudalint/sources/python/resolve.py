@@ -48,6 +48,7 @@ class Extractor(Flow):
         self.opaque = _Opaque()
         self.aliases: dict[str, str] = {}
         self.why: str | None = None          # why the last resolution gave up
+        self.params_hit = False               # it read a parameter of a function
         # (id(scope), name) -> (expression, its scope): arguments of an inlined call,
         # the current element of an unrolled loop
         self.bound: dict[tuple[int, str], tuple[ast.expr, Scope | None]] = {}
@@ -126,6 +127,7 @@ class Extractor(Flow):
             if got is not None:
                 return got[1], [Binding(0, got[0], False, True)]
             if name in scope.params:
+                self.params_hit = True
                 self.fail(f"`{name}` is a parameter of `{getattr(scope.node, 'name', '?')}`")
                 return None
             binds = scope.bindings.get(name)
@@ -214,7 +216,8 @@ class Extractor(Flow):
             return None
         if isinstance(expr, ast.Call):
             return self.call_string(expr, scope, depth)
-        self.fail(f"a {type(expr).__name__.lower()} expression is not followed")
+        kind = type(expr).__name__.lower()
+        self.fail(f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} expression is not followed")
         return None
 
     def call_string(self, expr: ast.Call, scope, depth: int) -> MStr | None:
@@ -287,7 +290,9 @@ class Extractor(Flow):
             text = self.text_value(value_expr, scope, depth)
             if text is not None:
                 return text
+        saved = self.why                     # an opaque placeholder is not a failure
         value = self.const(value_expr, scope, depth + 1) if value_expr is not None else None
+        self.why = saved
         if value is None:
             return self.opaque.token()
         try:
@@ -452,7 +457,9 @@ class Extractor(Flow):
                 if text is not None:
                     out = out + text
                     continue
+            saved = self.why
             value = self.const(expr, scope, depth + 1) if expr is not None else None
+            self.why = saved
             if value is None:
                 out = out + self.opaque.token()
                 continue
