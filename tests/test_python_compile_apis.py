@@ -46,6 +46,18 @@ def test_block_shapes_from_python_each_reported():
         assert lines[d.row - 1][d.column - 1:].startswith(("p[3", "a[3", "a[2"))
 
 
+def test_python_launch_figures_equal_ncu():
+    """The figures CL201 gives with the block shapes read from Python are the ones ncu
+    measured for those kernels at those blocks (fixtures/CL201/python_launches.truth.json)."""
+    import json
+    path = FIXTURES / "CL201" / "python_launches.py"
+    truth = json.loads(path.with_suffix(".truth.json").read_text())["records"]
+    got = sorted((d.row, tuple(d.metrics["block"]), d.metrics["sectors_per_request"])
+                 for d in _lint(path, ["CL201"]).diagnostics)
+    assert got == sorted((r["row"], tuple(r["block"]), round(r["ld_sectors_per_request"]))
+                         for r in truth)
+
+
 def test_file_read_is_listed_as_unread():
     path = FIXTURES / "CL104" / "python_forms.py"
     ex = extract_python_units(path.read_text(encoding="utf-8"), str(path))
