@@ -509,3 +509,64 @@ def test_default_finding_follows_measured_traffic():
         if rec.get("time_over_soa") is not None:
             assert (rec["time_over_soa"] >= 1.2) == wasted, rec
     assert {"aos3_one_field", "aos3_two_fields", "aos3_reread"} == flagged
+
+
+# ---- lane strides that are an unknown parameter (issue 14) ---------------------------
+
+def test_unknown_stride_figure_by_value():
+    from cudalint.analysis.memory.symbolic import coalescing_figures_by_value
+    (acc,) = [a for a in _one("float v = a[threadIdx.x * n]; ix[threadIdx.x] = (int)v;")
+              if a.region == "a"]
+    assert acc.symbolic is not None and acc.symbolic.param == "n"
+    fig = coalescing_figures_by_value(acc, THRESHOLD)
+    assert fig["sectors_per_request"] == 32 and not fig["exact"]
+    assert fig["condition"] == "n >= 8"
+    assert fig["by_value"] == {"param": "n", "from": 8, "least": 8, "exceptions": [0, 1]}
+    assert (fig["stride_bytes_per_unit"], fig["stride_bytes_offset"]) == (4, 0)
+    # the figure at each value equals the engine's figure with the value bound
+    for v in range(0, 40):
+        (bound,) = [a for a in _accesses(
+            f"__global__ void k(float* a, int* ix) {{ float v = a[threadIdx.x * {v}]; "
+            f"ix[threadIdx.x] = (int)v; }}\n" + "void h(float* a, int* ix) "
+            "{ k<<<1, 32>>>(a, ix); }\n") if a.region == "a"] or [None]
+        want = 1 if bound is None else bound.sectors_per_request()[0]
+        assert acc.symbolic.figure(v) == want, v
+    # bytes: 1-byte lanes reach 32 sectors from a stride of 32
+    (c,) = _one("char v = ((char*)a)[threadIdx.x * n]; ix[threadIdx.x] = v;",
+                params="float* a, int* ix, int n")[:1]
+    got = coalescing_figures_by_value(c, THRESHOLD)
+    assert got["by_value"]["from"] == 32 and got["by_value"]["exceptions"] == [0, 1]
+
+
+def test_unknown_stride_needs_one_named_parameter():
+    from cudalint.analysis.memory.symbolic import coalescing_figures_by_value
+    # two parameters in the address, the stride follows `cols` alone
+    (acc,) = [a for a in _one("float v = a[(n * 7 + threadIdx.x) * m]; ix[0] = (int)v;",
+                              params="float* a, int* ix, int n, int m") if a.region == "a"]
+    assert acc.symbolic is not None and acc.symbolic.param == "m"
+    # the product of two unknowns is not linear in one
+    (acc,) = [a for a in _one("float v = a[threadIdx.x * n * m]; ix[0] = (int)v;",
+                              params="float* a, int* ix, int n, int m") if a.region == "a"]
+    assert acc.symbolic is None
+    # an odd stride only in one lane pair, or a stride below two sectors for many values
+    (acc,) = [a for a in _one("float v = a[threadIdx.x + n]; ix[0] = (int)v;")
+              if a.region == "a"]
+    assert acc.symbolic is None
+    (acc,) = [a for a in _one("float v = a[(threadIdx.x / 8) * n + threadIdx.x % 8]; "
+                              "ix[0] = (int)v;") if a.region == "a"]
+    assert coalescing_figures_by_value(acc, THRESHOLD) is None   # 8 lanes per row
+
+
+def test_launch_constant_binds_the_parameter():
+    src = ("__global__ void k(const float* a, float* y, int cols) {\n"
+           "  y[threadIdx.x] = a[threadIdx.x * cols]; }\n"
+           "#define C 48\nvoid h(const float* a, float* y) { k<<<1, 32>>>(a, y, C); }\n")
+    (d,) = _cl201(src, every=False)
+    assert d.metrics["exact"] and d.metrics["stride_bytes"] == 192
+    assert d.metrics["bound"] == {"cols": {"value": 48, "line": 4}}
+    assert "`cols` = 48 from the launch at line 4" in d.message
+    # two launches that disagree: not bound, the figure by value
+    two = src.replace("(a, y, C); }", "(a, y, C); k<<<1, 32>>>(a, y, 2); }")
+    (d,) = _cl201(two, every=False)
+    assert not d.metrics["exact"] and "bound" not in d.metrics
+    assert "for any `cols` >= 8" in d.message

@@ -4,6 +4,7 @@ from cudalint.analysis.memory.lanes import LaneAnalysis
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.analysis.memory.siblings import SiblingGroup, access_row, group_siblings
 from cudalint.analysis.memory.siblings import direction as _direction
+from cudalint.analysis.memory.symbolic import coalescing_figures_by_value, large_value_samples
 from cudalint.analysis.memory.traffic import fetched_and_used, rereading_loop
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
@@ -23,9 +24,26 @@ class UncoalescedGlobalAccess(Rule):
     The figure is exact, or, when it depends on values the kernel receives (an offset,
     a pitch), a sure lower bound: the lanes whose distances to each other do not depend
     on those values, at their best alignment. Such findings say "at least N" and carry
-    `exact: false`. A stride that is itself unknown gives no bound and no finding, and so
-    does an element handed to a template call or a reference parameter (the callee may
-    access it with another width, e.g. `AssignAs<uint4>(dst, src[i])`).
+    `exact: false`. An element handed to a template call or a reference parameter gives
+    no finding (the callee may access it with another width, e.g.
+    `AssignAs<uint4>(dst, src[i])`).
+
+    (Revised 2026-11-24, issue 14) A lane stride that is an unknown scalar parameter
+    times a constant (`acc += a[row * cols + k]` with `row` from threadIdx.x,
+    `A[c * ld + r]`, rows of a 2-D block `pitch` bytes apart) is reported by value: the
+    figure for every value >= 0 of that parameter, when it is below the threshold for at
+    most 3 values, which the message names ("32 32-byte sectors per request for any
+    `cols` >= 8 (at least 8 for every `cols` but 0 or 1)"); `exact: false`,
+    `condition` (`cols >= 8`) and `by_value` (`param`, `from`, `least`, `exceptions`) in
+    the metrics, `stride_bytes_per_unit`/`stride_bytes_offset` for a lane stride of
+    `4 * cols + 0` bytes. The parameter is the only unknown the address reads, or the
+    one whose lane offsets keep their shape when every other is fixed; a product of two
+    unknowns is not reported. Code under an `if` that compares that parameter with a
+    constant (`if (incx == 1) {...} else {... x[i * incx] ...}`) is not reported: the
+    kernel has its fast path. When every launch of the kernel in the unit passes one
+    constant for a scalar parameter (a literal, a macro, a constexpr, a host local set
+    from constants), it is bound: the figure is exact and the message says where the
+    value came from (`` `cols` = 64 from the launch at line 12``; metrics `bound`).
 
     Flagged at `coalescing-threshold` (default 2.0) times the ideal or more: a misaligned
     unit-stride access (5 sectors instead of 4) is not worth a warning. (Revised
@@ -110,6 +128,13 @@ class UncoalescedGlobalAccess(Rule):
         for access in facts.accesses:
             if access.space != "global":
                 continue
+            if access.symbolic is not None:
+                # a lane stride that is an unknown parameter times a constant
+                fig = coalescing_figures_by_value(access, threshold)
+                if fig is not None and not not_for_modern_cuda(access.node, ctx):
+                    # siblings share a fixed stride within a row of the block
+                    flagged.append((access, fig.get("x_stride_bytes"), fig))
+                    continue
             if surely_below(access, sectors, threshold * access.ideal_sectors):
                 continue                        # coalesced: no need for every figure
             fig = coalescing_figures(access)
@@ -141,6 +166,26 @@ class UncoalescedGlobalAccess(Rule):
             stride_txt = "scattered lane addresses"
         count = f"{fig['sectors_per_request']:g}" if fig["exact"] else \
             f"at least {fig['sectors_per_request']:g}"
+        suffix = ""
+        by = fig.get("by_value")
+        if by is not None:
+            name = f"`{by['param']}`"
+            if "stride_bytes_per_unit" in fig:
+                stride_txt = (f"a stride of {_linear(fig['stride_bytes_per_unit'], name, fig['stride_bytes_offset'])} "
+                              f"bytes between lanes")
+            elif "x_stride_bytes" in fig:
+                stride_txt = (f"a stride of {fig['x_stride_bytes']} bytes from one "
+                              f"threadIdx.x to the next, and rows of the block apart by a "
+                              f"multiple of {name},")
+            else:
+                stride_txt = f"lane addresses that move apart with {name}"
+            count = f"{fig['sectors_per_request']:g}"
+            suffix = f" for any {name} >= {by['from']}" if by["from"] > 0 else \
+                f" for any {name}"
+            if by["exceptions"] or by["least"] < fig["sectors_per_request"]:
+                but = " or ".join(map(str, by["exceptions"]))
+                suffix += (f" (at least {by['least']:g} for every {name}"
+                           f"{' but ' + but if but else ''})")
         kind = {"store": "store", "load": "load"}.get(_direction(access), "update")
         rows = [access_row(ctx, a) for a in group.siblings]
         siblings = ""
@@ -152,24 +197,33 @@ class UncoalescedGlobalAccess(Rule):
             siblings = f" and {n} more {what} to {records}{_rows_text(rows)}"
         remedy = _group_remedy(access, group) if group.siblings else None
         if remedy is None:
+            if by is not None and "stride_bytes_per_unit" in fig:
+                # the stride at the values the figure holds for
+                stride = fig["stride_bytes_per_unit"] * max(by["from"], 1) + \
+                    fig["stride_bytes_offset"]
             remedy = _remedy(access, stride if stride is not None else
                              fig.get("x_stride_bytes"))
         why = f"; {waste['text']}" if waste else ""
+        bound = "".join(f"; `{n}` = {v} from the launch"
+                        f"{f' at line {row}' if row is not None else ''}"
+                        for n, (v, row) in sorted(access.bound.items()))
         return Finding.at(
             access.node,
             f"uncoalesced {kind} {access.expr_text or ctx.text(access.node)}{siblings}: "
-            f"{stride_txt} makes a warp touch {count} 32-byte sectors per request instead "
-            f"of {fig['ideal_sectors_per_request']} ({access.block.describe()}){why}; "
+            f"{stride_txt} makes a warp touch {count} 32-byte sectors per request{suffix} "
+            f"instead of {fig['ideal_sectors_per_request']} ({access.block.describe()}{bound}){why}; "
             f"{remedy}",
             metrics={**fig, **block_line_metrics(access),
                      "sibling_accesses": len(group.siblings),
                      "sibling_rows": [r for r in rows if r is not None],
+                     **({"bound": {n: {"value": v, "line": row} for n, (v, row)
+                                   in sorted(access.bound.items())}} if access.bound else {}),
                      **({k: v for k, v in waste.items() if k != "text"} if waste else {})})
 
 
 # measured on an H100 (fixtures/CL201/traffic.json, tools/gputruth/memory.py --traffic)
-_MEASURED_FIELD = ("measured on an H100: one field of 12-byte records reads 3.0x the "
-                   "useful bytes from DRAM and runs 1.50x slower than an array of its own")
+_MEASURED_FIELD = ("measured on an H100: one field of 12-byte records moves 3.0x the "
+                   "useful bytes from DRAM and takes 1.50x the time of an array of its own")
 _MEASURED_REREAD = ("measured on an H100: records read whole once cost what "
                     "structure-of-arrays costs (DRAM bytes = useful bytes, within 1.4%), "
                     "but each pass of a loop pays the scattered sectors again")
@@ -180,8 +234,9 @@ def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
     sector a warp fetches for it is used by the kernel's accesses through the same
     pointer, up to one (``fetched_and_used``), and no loop reads them again
     (``rereading_loop``)."""
-    access = group.first
-    fetched, used = fetched_and_used(access, [a for a in accesses if a.space == "global"])
+    access, fig = group.first, group.payload[0]
+    fetched, used = fetched_and_used(access, [a for a in accesses if a.space == "global"],
+                                     large_value_samples(fig))
     if fetched - used >= SECTOR or not fetched:
         verb = {"store": "writes", "load": "reads"}.get(_direction(access), "accesses")
         return {"wasted": "unused_bytes", "warp_fetched_bytes": fetched,
@@ -205,6 +260,14 @@ def _mappable(ctx, node) -> bool:
         return True
     except Exception:           # a position the source layer cannot map
         return False
+
+
+def _linear(a: int, name: str, b: int) -> str:
+    """``4 * `cols```, ``4 * `cols` + 4``."""
+    head = name if a == 1 else f"{a} * {name}"
+    if b:
+        return f"{head} {'+' if b > 0 else '-'} {abs(b)}"
+    return head
 
 
 def _rows_text(rows: list[int | None]) -> str:

@@ -7,7 +7,7 @@ unknowns is replaced by a sure lower bound (``lower_bound``), never a guess.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 from operator import add, rshift, sub
 from typing import TYPE_CHECKING, Callable, Iterable
@@ -47,6 +47,11 @@ class Access:
     expr_text: str = ""          # the whole accessed expression, field included
     # the scalar parameters (and template parameters) the address read as unknowns
     params: frozenset = frozenset()
+    # parameters the address read that every launch of the unit passes as one constant:
+    # name -> (value, line of the launch)
+    bound: dict = field(default_factory=dict)
+    # the address as a function of one unknown parameter (symbolic.LinearLanes), if so
+    symbolic: "object | None" = None
 
     def sectors_per_request(self) -> list[int]:
         return [sectors(row, self.width) for row in self.groups]

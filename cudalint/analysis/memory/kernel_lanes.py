@@ -54,7 +54,7 @@ class KernelLanes:
         self.ctx, self.fn, self.block, self._structs = ctx, fn, block, structs
         # scalar parameters whose value is known (a constant every launch passes)
         self.bound = bound or {}
-        # the scalar parameters an evaluation read as sampled unknowns
+        # the scalar parameters an evaluation read (bound or sampled unknowns)
         self.used_params: set[str] = set()
         self.env = fn.constants
         self.cols, self.groups, self.active0, self.tid = _columns(block.dims)
@@ -231,9 +231,9 @@ class KernelLanes:
                 return self.const(self.env[name])
             p = self.fn.param(name)
             if p is not None and not p.is_pointer and not p.is_reference:
+                self.used_params.add(name)
                 if name in self.bound:
                     return self.const(self.bound[name])
-                self.used_params.add(name)
                 return self.sampled(PARAM_SAMPLES)
             if name in self.fn.template_params:
                 self.used_params.add(name)

@@ -38,6 +38,7 @@ from tree_sitter import Node
 from cudalint.analysis.memory.figures import Access
 from cudalint.analysis.memory.kernel_lanes import KernelLanes, _declared
 from cudalint.analysis.memory.lane_values import UNKNOWN, WARP, Opaque
+from cudalint.analysis.memory.symbolic import identify
 from cudalint.model.launch_shape import BlockShape, block_shape
 from cudalint.model.types import StructType
 from cudalint.model.types import struct_types as _struct_types
@@ -113,7 +114,49 @@ def kernel_accesses(ctx: "UnitContext", name: str, bound: dict[str, int]) -> lis
     those values (the GPU-truth tests: the figure at the values the driver passed)."""
     structs = _struct_types(ctx.model.nodes("struct"))
     return [a for fn in ctx.model.kernels if fn.name == name and fn.body is not None
-            for a in _kernel_accesses(ctx, fn, lambda: structs, {}, bound)]
+            for a in _kernel_accesses(ctx, fn, lambda: structs, {},
+                                      {k: (v, None) for k, v in bound.items()})]
+
+
+def launch_bindings(ctx: "UnitContext", fn: "Function") -> dict[str, tuple[int, int | None]]:
+    """Scalar parameters that every launch of ``fn`` in the unit passes as the same
+    constant (a literal, a macro, a constexpr, a host local initialised from constants):
+    name -> (value, line of the first such launch)."""
+    launches = [l for l in ctx.model.launches if l.kernel == fn.name]
+    if not launches or b"<<<" not in ctx.unit.data:
+        return {}
+    out: dict[str, tuple[int, int | None]] = {}
+    params = fn.params
+    for k, p in enumerate(params):
+        if p.is_pointer or p.is_reference:
+            continue
+        values = set()
+        for launch in launches:
+            arglist = launch.node.child_by_field_name("arguments")
+            args = [a for a in (arglist.named_children if arglist else [])
+                    if a.type != "comment"]
+            if len(args) != len(params):
+                values.add(None)
+                break
+            values.add(_launch_constant(ctx, launch, args[k]))
+        if len(values) == 1 and None not in values:
+            (value,) = values
+            first = launches[0].node.start_byte
+            try:
+                line = ctx.unit.file.position(ctx.unit.file_offset(first))[0]
+            except Exception:       # a position the source layer cannot map
+                line = None
+            out[p.name] = (value, line)
+    return out
+
+
+def _launch_constant(ctx, launch, arg: Node) -> int | None:
+    if arg.type in ("call_expression", "initializer_list"):
+        return None                 # dim3(...) and friends: the model reads those as dims
+    host = launch.function
+    env = host.constants if host is not None else ctx.model.constants
+    dims = ctx.model.resolve_dim3(arg, host, env)
+    return dims[0] if dims is not None else None
 
 
 def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
@@ -125,7 +168,9 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
     blocks[fn.name] = declared
     if declared is None:
         return []
-    lanes = KernelLanes(ctx, fn, declared, structs, bound)
+    binding = launch_bindings(ctx, fn) if bound is None else bound
+    values = {name: v for name, (v, _) in binding.items()}
+    lanes = KernelLanes(ctx, fn, declared, structs, values)
     dependent = thread_dependent_names(fn, lanes.writes, lanes.declared)
     out = []
     up = _Parents(fn.body)
@@ -147,32 +192,46 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
             continue                            # the same address for every lane
         if _passed_by_reference(ctx, target, up):
             continue                            # the callee decides the access width
-        lanes.used_tid = set()
-        lanes.used_params = set()
-        try:
-            p, width = lanes.lvalue(target)
-            if p.dims:
-                continue                        # an inner row, not an element
-            act = lanes.active(node)
-        except Opaque:
+        access = _evaluate(lanes, node, target, up)
+        if access is None:
             continue
-        except (RecursionError, OverflowError, ValueError, TypeError, AttributeError):
-            continue
-        if declared.source == "launch_bounds" and lanes.used_tid - {"x", UNKNOWN}:
-            continue
-        is_store, is_load = _direction(target, up)
-        offsets = list(p.offset) if all(act) else \
-            [o if a else None for o, a in zip(p.offset, act)]
-        groups = [offsets[g * WARP:(g + 1) * WARP] for g in range(lanes.groups)]
-        idx = node.child_by_field_name("indices")
-        out.append(Access(node=node, kernel=fn, space=p.space, region=p.region,
-                          elem_type=p.pointee, width=width, is_load=is_load,
-                          is_store=is_store, block=declared, groups=groups, array=p.array,
-                          index_text=text(idx) if idx is not None else "",
-                          struct_field=p.field, expr_text=text(target),
-                          struct_type=_struct_of(target) if p.field else None,
-                          params=frozenset(lanes.used_params)))
+        if access.params:
+            access.symbolic = identify(access, lambda more: _evaluate(KernelLanes(
+                ctx, fn, declared, structs, {**values, **more}), node, target, up))
+        access.bound = {n: binding[n] for n in lanes.used_params if n in binding}
+        out.append(access)
     return out
+
+
+def _evaluate(lanes: KernelLanes, node: Node, target: Node, up) -> Access | None:
+    """The access ``node`` (read through ``target``, its field included) evaluated lane
+    by lane, or None when the engine cannot follow it."""
+    declared = lanes.block
+    lanes.used_tid = set()
+    lanes.used_params = set()
+    try:
+        p, width = lanes.lvalue(target)
+        if p.dims:
+            return None                         # an inner row, not an element
+        act = lanes.active(node)
+    except Opaque:
+        return None
+    except (RecursionError, OverflowError, ValueError, TypeError, AttributeError):
+        return None
+    if declared.source == "launch_bounds" and lanes.used_tid - {"x", UNKNOWN}:
+        return None
+    is_store, is_load = _direction(target, up)
+    offsets = list(p.offset) if all(act) else \
+        [o if a else None for o, a in zip(p.offset, act)]
+    groups = [offsets[g * WARP:(g + 1) * WARP] for g in range(lanes.groups)]
+    idx = node.child_by_field_name("indices")
+    return Access(node=node, kernel=lanes.fn, space=p.space, region=p.region,
+                  elem_type=p.pointee, width=width, is_load=is_load,
+                  is_store=is_store, block=declared, groups=groups, array=p.array,
+                  index_text=text(idx) if idx is not None else "",
+                  struct_field=p.field, expr_text=text(target),
+                  struct_type=_struct_of(target) if p.field else None,
+                  params=frozenset(lanes.used_params - lanes.bound.keys()))
 
 
 def _passed_by_reference(ctx, node: Node, up=None) -> bool:

@@ -27,6 +27,7 @@ from tree_sitter import Node
 
 from cudalint.analysis.memory.figures import SECTOR, min_sectors_of_points
 from cudalint.analysis.memory.kernel_lanes import _declared
+from cudalint.analysis.memory.lane_values import N_SAMPLES
 from cudalint.analysis.memory.siblings import constant_distance
 from cudalint.parse import text
 
@@ -41,12 +42,15 @@ _MEMORY_WRITE_TARGETS = ("subscript_expression", "pointer_expression", "field_ex
 _ATOMIC = re.compile(rb"\batomic[A-Z][A-Za-z]*\s*\(")
 
 
-def fetched_and_used(access: "Access", accesses: list["Access"]) -> tuple[int, int]:
+def fetched_and_used(access: "Access", accesses: list["Access"],
+                     samples: set[int] | None = None) -> tuple[int, int]:
     """(bytes a warp fetches, bytes of them the kernel uses) for ``access`` together with
     every access through the same base pointer at a constant distance from it (in every
     column: the same records, whoever reads them) in the same direction (loads for a
     load, stores for a store). Per warp of every sample, at the base alignment that
-    fetches least; the pair of the warp that wastes least (a sure lower bound)."""
+    fetches least; the pair of the warp that wastes least (a sure lower bound).
+    ``samples``: only these samples of the unknowns (a figure that holds for large
+    values of a parameter)."""
     joined = [access]
     for other in accesses:
         if other is access or other.kernel is not access.kernel or \
@@ -58,7 +62,10 @@ def fetched_and_used(access: "Access", accesses: list["Access"]) -> tuple[int, i
         if constant_distance(access, other) is not None:
             joined.append(other)
     best: tuple[int, int] | None = None
+    nw = len(access.groups) // N_SAMPLES
     for g in range(len(access.groups)):
+        if samples is not None and g // nw not in samples:
+            continue
         points: set[int] = set()
         spans = []
         for a in joined:
@@ -73,6 +80,8 @@ def fetched_and_used(access: "Access", accesses: list["Access"]) -> tuple[int, i
         used = _union_size(spans)
         if best is None or fetched - used < best[0] - best[1]:
             best = (fetched, used)
+            if fetched - used < SECTOR:
+                break                   # not one sector wasted: the answer already
     return best if best is not None else (0, 0)
 
 
