@@ -374,7 +374,7 @@ def test_python_file_rules_locate_after_form_feed_and_line_separator(proj, capsy
 
 
 def test_lines_named_in_messages_are_file_lines_inside_python_strings(proj, capsys):
-    """A message that points at another line (CL103's early return, CL102's write) names
+    """A message that points at another line (CL106's early return, CL102's write) names
     the .py file's line, not the line inside the kernel string."""
     (proj / "k.py").write_text(
         'import cupy as cp\n\n\n# padding so that string lines and file lines differ\n'
@@ -389,7 +389,7 @@ def test_lines_named_in_messages_are_file_lines_inside_python_strings(proj, caps
         '}\n""", "k")\n'
         'k((1,), (256,), (None, None))\n')
     code, out, _ = cli(capsys, "k.py", "--output-format", "json", "--no-cache",
-                       "--select", "CL103")
+                       "--select", "CL106")
     found = json.loads(out)
     assert code == 1 and [d["location"]["row"] for d in found] == [11]
     assert "(line 9)" in found[0]["message"], found[0]["message"]

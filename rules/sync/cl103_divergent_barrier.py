@@ -1,153 +1,101 @@
-from cudalint.analysis.sync.cfg import (BodyQueries, control_context, exits_before, group_handles,
-                                   syncs_in)
-from cudalint.analysis.sync.divergence import ThreadDependence
-from cudalint.model.preproc import not_for_modern_cuda
-from cudalint.analysis.sync.races import RaceAnalysis
+from cudalint.analysis.sync.skipped_barriers import SkippedBarriers, pre_volta
 from cudalint.diagnostics import Finding
-from cudalint.parse import text
 from cudalint.rule import Rule
 
 
 class DivergentBarrier(Rule):
     """## What it does
-    Finds block barriers (`__syncthreads()`, `__syncthreads_count/_and/_or`, PTX
-    `bar.sync 0`, `block.sync()`, `cg::sync(block)`) that not every thread of the block
-    reaches: under a condition that depends on `threadIdx`, the lane, `thread_rank()` or
-    per-thread data; inside a loop whose trip count depends on the thread (or that a
-    thread-dependent `break`/`return` leaves); or after a thread-dependent early
-    `return`. Conditions on `blockIdx`, `blockDim`, kernel parameters and other
+    Finds mismatched block barriers: a barrier (`__syncthreads()`,
+    `__syncthreads_count/_and/_or`, PTX `bar.sync 0`, `block.sync()`, `cg::sync(block)`)
+    that some threads of the block skip and the skipping threads then wait at
+    *another* barrier before they exit. The skip comes from a condition that depends on
+    `threadIdx`, the lane, `thread_rank()` or per-thread data: an enclosing branch (the
+    other side of the branch, or the code after it, has a barrier), a loop whose trip
+    count depends on the thread or that a thread-dependent `break`/`continue` leaves
+    (the leavers meet a later barrier, or the same one in another iteration). The
+    skipping threads' path is followed statement by statement, and by running the
+    block. Conditions on `blockIdx`, `blockDim`, kernel parameters and other
     block-uniform values are fine.
 
+    On pre-Volta targets (the `arch` setting sm_30 to sm_62) every barrier that part of
+    the block skips is reported, including `if (i >= n) return;` before a barrier.
+
+    Threads that skip a barrier and then exit (`if (i >= n) return;` before a tile
+    barrier, a barrier under `if (tid < 64)` whose other threads finish) are not
+    reported here: since Volta a barrier waits only for threads that have not exited,
+    and the GPU runs such kernels correctly (`if (i >= n) return;` before a tile
+    barrier: 0 wrong elements of 20,000 on an H100). The opt-in CL106 reports those.
+
     ## Why is this bad?
-    A block barrier must be reached by all threads of the block (or by none); otherwise
-    behaviour is undefined. In practice the kernel hangs, or the barrier releases early
-    and the shared-memory accesses it was meant to order race. compute-sanitizer
-    synccheck reports it when the threads that skip the barrier wait at a different one;
-    when they have exited instead, current GPUs let the barrier through and synccheck
-    is silent, but the programming model still forbids it.
+    Threads waiting at two different barriers release each other (the hardware counts
+    arrivals at barrier 0), so neither barrier orders what it was meant to, or the
+    block deadlocks. Measured on an H100 (`fixtures/CL103/truth.json`): barriers in
+    both sides of a thread-dependent branch give synccheck "divergent thread(s) in
+    block"; a block-strided loop with a barrier inside, followed by a block sum with
+    barriers, hangs: threads that left the loop wait at the sum's barriers while the
+    others wait at the loop's. The skip-then-exit kernels (`fixtures/CL106`, and the
+    look-alikes in `fixtures/CL103`) run to completion with synccheck and racecheck
+    silent.
 
     ## Example
     ```cuda
-    if (threadIdx.x < n) {
-        s[threadIdx.x] = in[threadIdx.x];
-        __syncthreads();          // threads with threadIdx.x >= n never arrive
-        out[threadIdx.x] = s[n - 1 - threadIdx.x];
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {   // n not a multiple
+        tile[threadIdx.x] = in[i];
+        __syncthreads();        // leavers wait below, at the sum's barriers
+        acc += tile[(threadIdx.x + 1) % blockDim.x];
+        __syncthreads();
     }
+    sum = block_sum(acc);       // __syncthreads() inside
     ```
 
     ## Use instead
     ```cuda
-    if (threadIdx.x < n) s[threadIdx.x] = in[threadIdx.x];
-    __syncthreads();              // every thread arrives
-    if (threadIdx.x < n) out[threadIdx.x] = s[n - 1 - threadIdx.x];
+    for (int base = 0; base < n; base += blockDim.x) {    // same trip count for all
+        int i = base + threadIdx.x;
+        tile[threadIdx.x] = i < n ? in[i] : 0.f;
+        __syncthreads();
+        if (i < n) acc += tile[(threadIdx.x + 1) % blockDim.x];
+        __syncthreads();
+    }
+    sum = block_sum(acc);
     ```
 
     ## References
     - CUDA C++ Programming Guide, "Synchronization Functions" (`__syncthreads()` in
-      conditional code)
-    - compute-sanitizer synccheck (measured on the fixtures: `fixtures/CL103/truth.json`)
+      conditional code) and "Independent Thread Scheduling" (a barrier "will not
+      succeed until reached by all non-exited threads")
+    - compute-sanitizer synccheck and racecheck, and the hang under a time limit
+      (measured on the fixtures: `fixtures/CL103/truth.json`, `fixtures/CL106/truth.json`)
     """
     code = "CL103"
     name = "divergent-barrier"
     severity = "error"
 
     def check(self, ctx):
-        data = ctx.unit.data if isinstance(ctx.unit.data, bytes) else ctx.unit.data.encode()
-        if b"sync" not in data and b"bar." not in data:
-            return
-        deps = ctx.analysis(ThreadDependence)
-        queries = ctx.analysis(BodyQueries)
-        for fn in ctx.model.functions:
-            if not fn.is_device or fn.body is None:
+        old_gpu = pre_volta(ctx.settings.arch)
+        for b in ctx.analysis(SkippedBarriers).items:
+            if b.meets is not None and b.meets.id == b.node.id:
+                then = ("; the threads that skip it reach it in another iteration, "
+                        "while the others wait at it in this one")
+            elif b.meets is not None:
+                then = (f"; the threads that skip it wait at `{_spelling(b.meets)}` "
+                        f"(line {ctx.line(b.meets)}) instead")
+            elif old_gpu:
+                then = f" (on {ctx.settings.arch}, before Volta's independent scheduling)"
+            else:
                 continue
-            body_text = fn.body.text or b""
-            if b"sync" not in body_text and b"bar." not in body_text:
-                continue
-            caps = queries(fn.body)
-            groups = group_handles(fn.body, caps)
-            syncs = [s for s in syncs_in(fn.body, groups, caps) if s.kind == "block"]
-            if not syncs:
-                continue
-            dep = _Lazy(deps, fn)
-            for sync in syncs:
-                if not_for_modern_cuda(sync.node, ctx):
-                    continue
-                try:
-                    why = _divergence(sync.node, fn.body, dep, lambda n: ctx.analysis(
-                        RaceAnalysis).reached_by_part(n), queries, ctx.line)
-                except RecursionError:
-                    # a condition nested deeper than the analysis can follow (thousands
-                    # of terms, machine-made code): undecided, so silent
-                    why = None
-                if why is None:
-                    continue
-                yield Finding.at(
-                    sync.node,
-                    f"divergent barrier: `{sync.spelling}` {why}; every thread of the "
-                    f"block must reach it (move it out of the thread-dependent code)",
-                    metrics={"barrier": sync.spelling,
-                             "kernel": fn.name if fn.is_kernel else None,
-                             "function": fn.name})
+            yield Finding.at(
+                b.node,
+                f"divergent barrier: `{b.spelling}` {b.why}{then}; every thread of the "
+                f"block must reach the same barriers (move it out of the "
+                f"thread-dependent code)",
+                metrics={"barrier": b.spelling,
+                         "kernel": b.fn.name if b.fn.is_kernel else None,
+                         "function": b.fn.name,
+                         "meets_line": ctx.line(b.meets) if b.meets is not None else None})
 
 
-class _Lazy:
-    """A function's thread dependence, solved on the first question (a barrier with no
-    condition above it and no early exit before it asks none)."""
-
-    def __init__(self, deps, fn):
-        self._deps, self._fn, self._dep = deps, fn, None
-
-    def reason(self, node):
-        if self._dep is None:
-            self._dep = self._deps.of(self._fn)
-        return self._dep.reason(node)
-
-
-def _unit_line(node) -> int:
-    return node.start_point[0] + 1
-
-
-def _divergence(node, body, dep, executed, queries=None, _line=_unit_line) -> str | None:
-    """Why ``node`` is not reached by every thread, or None. Branches and early returns
-    on thread-dependent conditions are decided statically (the programming model forbids
-    them whatever the sizes); a loop's trip count and early `break`s only when running
-    the block showed some threads skipping the barrier (a loop such as
-    `for (i = tid; i < n; i += blockDim.x)` is uniform when n is a multiple).
-    ``_line`` gives the line a message names (the file's: ``ctx.line``)."""
-    guards = control_context(node, body)
-    if any(g.kind in ("opaque",) for g in guards):
-        return None
-    for g in guards:
-        if g.condition is None:
-            continue
-        why = dep.reason(g.condition)
-        if why is None:
-            continue
-        cond = " ".join(text(g.condition).strip("() ").split())
-        if g.kind == "if":
-            return f"is reached only by threads where `{cond}` (line {_line(g.node)})"
-        if g.kind == "else":
-            return f"is reached only by threads where `!({cond})` (line {_line(g.node)})"
-        if g.kind == "loop":
-            if not executed(node):
-                continue
-            return (f"is inside a loop whose trip count depends on the thread "
-                    f"(`{cond}`, line {_line(g.node)})")
-        if g.kind == "switch":
-            return f"is inside a `switch ({cond})` on a thread-dependent value"
-        return f"is evaluated only by threads where `{cond}` (line {_line(g.node)})"
-    for ex in exits_before(node, body, queries, guards):
-        for g in ex.guards:
-            if g.condition is None or g.kind == "opaque":
-                continue
-            if dep.reason(g.condition) is None:
-                continue
-            cond = " ".join(text(g.condition).strip("() ").split())
-            if ex.kind == "return":
-                return (f"follows an early `return` taken by threads where `{cond}` "
-                        f"(line {_line(ex.node)})")
-            if not executed(node):
-                continue
-            return (f"is inside a loop that threads where `{cond}` leave early "
-                    f"(`{ex.kind}`, line {_line(ex.node)})")
-    return None
+def _spelling(node) -> str:
+    t = (node.text or b"").decode(errors="replace")
+    t = " ".join(t.split())
+    return t if len(t) <= 40 else t[:37] + "..."

@@ -1,42 +1,59 @@
-"""GPU truth for CL101-CL105: compute-sanitizer racecheck and synccheck on every fixture
-kernel of fixtures/CL101, CL102, CL103 and CL105.
+"""GPU truth for CL101-CL106: compute-sanitizer racecheck and synccheck on every fixture
+kernel of fixtures/CL101, CL102, CL103, CL105 and CL106, and a plain run under a time
+limit (mismatched barriers can hang a block: the record says so).
 
 Each fixture file is built for sm_90 with -lineinfo together with a generated host
 harness whose ``main(argc, argv)`` launches the kernel named by ``argv[1]`` once, with
-the block/grid of the fixture's own launch line, on buffers of 1.0f. Every kernel then
-runs alone under ``compute-sanitizer --tool racecheck`` (hazard report, every severity)
-and ``--tool synccheck``; the raw reports and the parsed hazards (kind, severity, the
-two source lines) go to fixtures/<CODE>/truth.json, next to what the CUDA programming
-model says about the kernel (from the fixture's ruleid annotations) and, where the two
-differ, why (NOTES below).
+the block/grid of the fixture's own launch line, on buffers of 1.0f (pointers to
+integers: buffers of 5; integer parameters: 5). Every kernel then runs alone under
+``compute-sanitizer --tool racecheck`` (hazard report, every severity) and ``--tool
+synccheck``, several kernels at a time; a run past its time limit is killed with its
+process group and recorded as ``"timeout"``. The raw reports and the parsed hazards
+(kind, severity, the two source lines) go to fixtures/<CODE>/truth.json, next to what
+the CUDA programming model says about the kernel (from the fixture's ruleid
+annotations) and, where the two differ, why (NOTES below).
+
+``--probes`` also runs the kernels of tools/gputruth/probes/*.cu (shapes no rule
+speaks about yet) and writes their raw reports to $OUT/probes.json only.
 
     python tools/gputruth/sync.py --plan                 # here: kernels and launch shapes
     python tools/gputruth/sync.py --compile-only         # here: the harnesses build
-    python3 tools/gputruth/sync.py --out $OUT            # on the GPU machine
+    python3 tools/gputruth/sync.py --out $OUT --probes   # on the GPU machine
     python tools/gputruth/sync.py --records RAW.json     # re-parse committed raw output
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = Path(__file__).with_name("sync_plan.json")
-CODES = ("CL101", "CL102", "CL103", "CL105")
+CODES = ("CL101", "CL102", "CL103", "CL105", "CL106")
+PROBES = Path(__file__).with_name("probes")
 FLOATS = 1 << 20
+INT_VALUE = 5             # what integer buffers and integer parameters hold
+PLAIN_LIMIT_S = 20        # a plain run of one kernel takes well under a second
+SANITIZER_LIMIT_S = 60
+WORKERS = 8
+_INT_TYPES = ("int", "unsigned", "unsigned int", "long", "size_t", "int64_t",
+              "uint32_t", "int32_t", "short", "char", "unsigned char")
 
 # Why the programming model and the sanitizer disagree, per kernel (written after the
 # measurement, explained from the programming guide; the measured fields are never
 # edited by hand).
-_EXITED = ("synccheck is silent: the threads that skip the barrier exit, and since Volta a "
-           "barrier waits only for threads that have not exited, so nothing is left waiting. "
-           "The programming model still requires every thread of the block to reach it "
-           "(undefined behaviour otherwise); CL103 follows the model.")
+_EXITED = ("synccheck and racecheck are silent: the threads that skip the barrier exit, and "
+           "since Volta a barrier waits only for threads that have not exited, so nothing is "
+           "left waiting. CL103 is silent; the opt-in CL106 reports it after the Programming "
+           "Guide's letter (every thread of the block reaches the barrier), which pre-Volta "
+           "GPUs needed.")
 _MASK = ("synccheck is silent on sm_90: the lanes the mask names but that never arrive go "
          "on to exit, and a warp-level sync, like a block barrier, waits only for lanes "
          "that have not exited (for shuffles ptxas may also drop the mask). The "
@@ -52,10 +69,30 @@ NOTES: dict[str, str] = {
         "the GPU the warp runs that statement converged, every lane's LDS issues before "
         "any lane's STS, and racecheck's run-time analysis sees no hazard; CL101 follows "
         "the model."),
+    "argmin_guarded_steps": (
+        "racecheck reports no hazard, as for syncwarp_after_each_step: in "
+        "`if (d[t] > d[t + 16]) { d[t] = d[t + 16]; ... }` lane t reads d[t+16] while lane "
+        "t+16, taking its own branch, writes d[t+16], with no __syncwarp() between; the "
+        "warp runs the step converged, every lane's loads issue before any lane's stores, "
+        "and racecheck's run-time analysis sees no hazard. CL101 follows the model."),
     "barrier_in_tid_branch": _EXITED,
     "early_return_before_barrier": _EXITED,
     "barrier_in_thread_dependent_loop": _EXITED,
     "cg_block_sync_in_branch": _EXITED,
+    "strided_loop_then_exit": _EXITED,
+    "branch_barrier_others_return": _EXITED,
+    "tail_return_tile": _EXITED,
+    "cg_sync_in_first_warp": _EXITED,
+    "this_block_sync_in_branch": _EXITED,
+    "ptx_barrier_after_return": _EXITED,
+    "break_then_barrier": (
+        "the plain run and both sanitizers hang (killed at their time limits): the "
+        "threads that break out of the loop wait at the barrier after it while the "
+        "others wait at the loop's barriers."),
+    "strided_loop_then_block_sum": (
+        "the plain run and racecheck hang (killed at their time limits): the threads "
+        "that leave the block-strided loop wait at the block sum's barriers while the "
+        "others wait at the loop's; synccheck reports the divergent barrier."),
     "full_mask_in_half_warp": _MASK,
     "partial_mask_all_lanes": _MASK,
     "syncwarp_full_mask_divergent": _MASK,
@@ -75,7 +112,8 @@ def kernels_of(path: Path) -> list[dict]:
         out.append({"kernel": fn.name, "line": fn.node.start_point[0] + 1,
                     "end_line": fn.node.end_point[0] + 1,
                     "block": list(l.block), "grid": list(l.grid or (1, 1, 1)),
-                    "params": [p.base_type for p in fn.params]})
+                    "params": [p.base_type + ("*" if p.is_pointer else "")
+                               for p in fn.params]})
     return out
 
 
@@ -92,14 +130,19 @@ def harness(path: Path, kernels: list[dict]) -> str:
              "int main(int argc, char** argv) {",
              "  if (argc < 2) return 2;",
              f"  std::vector<float> host({FLOATS}, 1.0f);",
+             f"  std::vector<int> ihost({FLOATS}, {INT_VALUE});",
              "  float* buf[4];",
+             "  int* ibuf[4];",
              "  for (int i = 0; i < 4; ++i) {",
              f"    cudaMalloc(&buf[i], {FLOATS} * sizeof(float));",
              f"    cudaMemcpy(buf[i], host.data(), {FLOATS} * sizeof(float), "
              "cudaMemcpyHostToDevice);",
+             f"    cudaMalloc(&ibuf[i], {FLOATS} * sizeof(int));",
+             f"    cudaMemcpy(ibuf[i], ihost.data(), {FLOATS} * sizeof(int), "
+             "cudaMemcpyHostToDevice);",
              "  }"]
     for k in kernels:
-        args = ", ".join(f"({t}*)buf[{i}]" for i, t in enumerate(k["params"]))
+        args = ", ".join(_argument(t, i) for i, t in enumerate(k["params"]))
         b, g = k["block"], k["grid"]
         lines.append(f'  if (!strcmp(argv[1], "{k["kernel"]}")) {k["kernel"]}<<<dim3({g[0]}, '
                      f"{g[1]}, {g[2]}), dim3({b[0]}, {b[1]}, {b[2]})>>>({args});")
@@ -109,14 +152,32 @@ def harness(path: Path, kernels: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _argument(ptype: str, i: int) -> str:
+    """The harness's argument for a parameter of type ``ptype`` ("float*", "int", ...)."""
+    pointer = ptype.endswith("*")
+    base = ptype.rstrip("*").strip()
+    integer = base in _INT_TYPES
+    if pointer:
+        return f"({base}*)ibuf[{i}]" if integer else f"({base}*)buf[{i}]"
+    return f"({base}){INT_VALUE}" if integer else f"({base})1.0f"
+
+
 def sh(cmd: list[str], timeout: int = 180) -> dict:
+    """Run ``cmd``; past ``timeout`` seconds kill its whole process group (the
+    sanitizer's target process too) and return rc "timeout" with the output so far."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        return {"rc": res.returncode, "output": (res.stdout + res.stderr)[-20000:]}
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"") + (e.stderr or b"")
-        return {"rc": "timeout", "output": (out.decode(errors="replace")
-                                            if isinstance(out, bytes) else out)[-20000:]}
+        out, _ = proc.communicate(timeout=timeout)
+        rc: int | str = proc.returncode
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, _ = proc.communicate()
+        rc = "timeout"
+    return {"rc": rc, "output": (out or b"").decode(errors="replace")[-20000:]}
 
 
 # ---- parsing ------------------------------------------------------------------------
@@ -178,7 +239,8 @@ def records(raw: dict, plan: dict) -> dict[str, list[dict]]:
                                  "messages": sc["messages"], "summary": sc["summary"],
                                  "rc": r.get("synccheck", {}).get("rc"),
                                  "raw": _trim(r.get("synccheck", {}).get("output", ""))},
-                   "plain_rc": r.get("plain", {}).get("rc")}
+                   "plain_rc": r.get("plain", {}).get("rc"),
+                   "plain_timed_out": r.get("plain", {}).get("rc") == "timeout"}
             totals = rc["totals"] or {"errors": 0, "warnings": 0}
             rec["racecheck_errors"] = totals["errors"]
             rec["racecheck_warnings"] = totals["warnings"]
@@ -216,18 +278,38 @@ def write_records(recs: dict[str, list[dict]], gpu: str, tool_versions: str) -> 
         print(f"{code}: {len(items)} records")
 
 
+def _measure(into: dict, exe: str, name: str) -> None:
+    runs = {
+        "plain": sh([exe, name], PLAIN_LIMIT_S),
+        "racecheck": sh(["compute-sanitizer", "--tool", "racecheck",
+                         "--racecheck-report", "hazard",
+                         "--racecheck-detect-level", "info",
+                         "--print-limit", "200", exe, name], SANITIZER_LIMIT_S),
+        "synccheck": sh(["compute-sanitizer", "--tool", "synccheck",
+                         "--print-limit", "200", exe, name], SANITIZER_LIMIT_S),
+    }
+    into[name] = runs
+    print(f"  {name}: plain={runs['plain']['rc']} racecheck={runs['racecheck']['rc']} "
+          f"synccheck={runs['synccheck']['rc']}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--plan", action="store_true")
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--records", default=None, help="re-parse a raw.json from --out")
+    ap.add_argument("--probes", action="store_true", help="also run probes/*.cu")
     args = ap.parse_args()
     if args.plan:
         plan = {str(p.relative_to(ROOT)): kernels_of(p) for code in CODES
                 for p in sorted((ROOT / "fixtures" / code).glob("*.cu"))}
         PLAN.write_text(json.dumps(plan, indent=1) + "\n")
-        print(sum(len(v) for v in plan.values()), "kernels")
+        probes_plan = {str(p.relative_to(ROOT)): kernels_of(p)
+                       for p in sorted(PROBES.glob("*.cu"))}
+        (PROBES / "plan.json").write_text(json.dumps(probes_plan, indent=1) + "\n")
+        print(sum(len(v) for v in plan.values()), "kernels,",
+              sum(len(v) for v in probes_plan.values()), "probes")
         return
     plan = json.loads(PLAN.read_text())
     if args.records:
@@ -235,36 +317,38 @@ def main() -> None:
         write_records(records(raw["runs"], plan), raw["gpu"], raw["sanitizer"])
         return
     raw: dict[str, dict] = {}
+    probes: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for rel, kernels in plan.items():
+        builds = dict(plan)
+        if args.probes:
+            builds.update(json.loads((PROBES / "plan.json").read_text()))
+
+        def build_one(rel: str):
             path = ROOT / rel
             src = Path(tmp) / (path.stem + "_harness.cu")
-            src.write_text(harness(path, kernels))
+            src.write_text(harness(path, builds[rel]))
             exe = str(Path(tmp) / path.stem)
-            build = sh(["nvcc", "-arch=sm_90", "-lineinfo", "-o", exe, str(src)])
-            print(f"built {rel}: rc={build['rc']} {len(kernels)} kernels", flush=True)
-            if build["rc"] != 0:
-                print(build["output"])
-                raw[rel] = {"build": build}
-                continue
-            if args.compile_only:
-                continue
-            raw[rel] = {}
-            for k in kernels:
-                name = k["kernel"]
-                runs = {
-                    "plain": sh([exe, name], 60),
-                    "racecheck": sh(["compute-sanitizer", "--tool", "racecheck",
-                                     "--racecheck-report", "hazard",
-                                     "--racecheck-detect-level", "info",
-                                     "--print-limit", "200", exe, name]),
-                    "synccheck": sh(["compute-sanitizer", "--tool", "synccheck",
-                                     "--print-limit", "200", exe, name]),
-                }
-                raw[rel][name] = runs
-                print(f"  {name}: plain={runs['plain']['rc']} "
-                      f"racecheck={runs['racecheck']['rc']} "
-                      f"synccheck={runs['synccheck']['rc']}", flush=True)
+            res = sh(["nvcc", "-arch=sm_90", "-lineinfo", "-o", exe, str(src)], 300)
+            print(f"built {rel}: rc={res['rc']} {len(builds[rel])} kernels", flush=True)
+            return rel, exe, res
+
+        jobs = []
+        with ThreadPoolExecutor(WORKERS) as pool:
+            for rel, exe, res in pool.map(build_one, list(builds)):
+                into = raw if rel in plan else probes
+                if res["rc"] != 0:
+                    print(res["output"])
+                    into[rel] = {"build": res}
+                    continue
+                into[rel] = {}
+                jobs.extend((into[rel], exe, k["kernel"]) for k in builds[rel])
+        if not args.compile_only:
+            with ThreadPoolExecutor(WORKERS) as pool:
+                for _ in pool.map(lambda j: _measure(*j), jobs):
+                    pass
+    if args.probes and args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        Path(args.out, "probes.json").write_text(json.dumps(probes, indent=1) + "\n")
     if args.compile_only:
         return
     gpu = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])

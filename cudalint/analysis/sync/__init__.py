@@ -5,7 +5,8 @@
 - ``races``: the facade the rules read (``RaceAnalysis``, ``Race``, ``MaskMismatch``):
   runs chosen warps of each kernel's block statement by statement and reports the
   shared-memory races every run agrees on (CL101, CL102), the barriers reached by only
-  part of a block (CL103) and warp-intrinsic masks that name lanes not present (CL105).
+  part of a block and those whose skipping threads wait at another one (CL103), and
+  warp-intrinsic masks that name lanes not present (CL105).
 - ``block_run``: one run of a block (``BlockRun``): driver, active-thread masks,
   statements, declarations and variables; with ``block_eval`` (expressions),
   ``block_calls`` (barriers, warp syncs, intrinsics, inlined device functions) and
@@ -17,4 +18,8 @@
 - ``unit_memo``: what every run of a unit's kernels shares; inert device functions.
 - ``interval``: a static proof that a kernel can report only divergent barriers (such
   kernels run only when CL103 asks).
+- ``barrier_order``: from a run's log of barrier arrivals, the barriers that threads
+  skip and then meet another barrier instead (mismatched: CL103).
+- ``skipped_barriers``: every block barrier part of the block skips, why, and whether
+  the skipping threads wait at another barrier (CL103) or not (CL106, opt-in).
 """

@@ -49,6 +49,9 @@ class RunResult:
     races: dict[tuple[int, int], Hit] = field(default_factory=dict)
     masks: dict[int, MaskHit] = field(default_factory=dict)
     divergent: dict[int, Node] = field(default_factory=dict)
+    # block barriers some threads skip and then meet another barrier at (CL103):
+    # barrier node id -> (barrier, the barrier the skipping threads wait at instead)
+    mismatched: dict[int, tuple[Node, Node]] = field(default_factory=dict)
     complete: bool = True
     reason: str = ""
 
@@ -183,15 +186,25 @@ class SharedLog:
         return False
 
     def arrive(self, node: Node, act: int) -> None:
-        """A block barrier reached by only some of the threads still running, all of
-        them on known paths: divergent (CL103 uses it for loops)."""
+        """A block barrier reached by the threads of ``act``: logged for the barrier
+        order (:mod:`~cudalint.analysis.sync.barrier_order`, certain when every live
+        thread's path is known); when only some of the threads still running reach it,
+        all of them on known paths: divergent (CL103 uses it for loops)."""
         live = self.full & ~self.exited
-        if (self.maybe | self.ghost) & live:
+        certain = not ((self.maybe | self.ghost) & live)
+        self.barrier_events.append((node.ts, act, certain))
+        self.arrived = True
+        if not certain:
             return
         if act != live:
             self.result.divergent.setdefault(node.id, node.ts)
 
     def block_barrier(self) -> None:
+        if not self.arrived:
+            # a call that may synchronize (an unknown function, a named or grid
+            # barrier): the order of barriers past it is not known
+            self.barrier_events.append(None)
+        self.arrived = False
         self.log.clear()
         self.events.clear()
         self._event_counts = None

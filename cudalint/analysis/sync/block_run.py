@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tree_sitter import Node
 
 from cudalint.model.consteval import eval_int
+from cudalint.analysis.sync.barrier_order import mismatched_barriers
 from cudalint.analysis.sync.block_calls import CallEval, Frame
 from cudalint.analysis.sync.block_eval import ExpressionEval
 from cudalint.analysis.sync.block_log import Accesses, GiveUp, RunResult, SharedLog
@@ -108,6 +109,10 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
         self.events: dict[int, list[int]] = {}
         self._event_counts: dict[int, int] | None = None     # len of each events list
         self.result = RunResult()
+        # (barrier, threads arriving, certain) per block barrier reached, in run order;
+        # None for a call that may synchronize (see SharedLog.arrive)
+        self.barrier_events: list = []
+        self.arrived = False
         self.groups: dict[str, Group] = {}
         self.depth = 0
         self._bits: dict[int, list[int]] = {}
@@ -127,6 +132,7 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
                 OverflowError, ZeroDivisionError, MemoryError) as e:
             self.result.complete = False
             self.result.reason = f"internal: {type(e).__name__}"
+        self.result.mismatched = mismatched_barriers(self.barrier_events)
         return self.result
 
     def _bind_params(self, fn: "Function", args: list | None) -> dict[str, Any]:

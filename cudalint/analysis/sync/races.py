@@ -158,6 +158,9 @@ class RaceAnalysis:
         self.masks: list[MaskMismatch] = []
         # block barriers that every run saw reached by only part of the live threads
         self._divergent: dict[int, Node] = {}
+        # block barriers every run saw skipped by threads that then wait at another
+        # barrier: id -> (barrier, that other barrier)
+        self._mismatched: dict[int, tuple[Node, Node]] = {}
         self._deferred: list = []
         self.incomplete: dict[str, str] = {}
         kernels = [k for k in ctx.model.kernels if k.body is not None]
@@ -208,6 +211,18 @@ class RaceAnalysis:
         live threads. Runs only the deferred kernels that can execute ``node``: the
         kernel holding it, or those that (transitively) name the device function
         holding it (the same answer as :attr:`divergent`, without running the others)."""
+        self._run_deferred_for(node)
+        return node.id in self._divergent
+
+    def waits_elsewhere(self, node: Node) -> Node | None:
+        """The barrier that threads skipping the block barrier ``node`` wait at instead,
+        when every run of a kernel that executes it saw that
+        (:mod:`~cudalint.analysis.sync.barrier_order`); None when no run showed it."""
+        self._run_deferred_for(node)
+        hit = self._mismatched.get(node.id)
+        return hit[1] if hit is not None else None
+
+    def _run_deferred_for(self, node: Node) -> None:
         if self._deferred:
             start, end = node.start_byte, node.end_byte
             holder = next((k for k in self._kernel_fns if k.node.start_byte <= start
@@ -231,7 +246,6 @@ class RaceAnalysis:
                 self._kernel(*args)
             if not self._deferred:
                 self._memo = None
-        return node.id in self._divergent
 
     def _kernel(self, ctx, fn, structs, functions, shared_globals) -> None:
         shape = block_shape(ctx, fn)
@@ -246,6 +260,7 @@ class RaceAnalysis:
         cross: dict[tuple[int, int], bool] = {}
         masks: dict[int, MaskHit] | None = None
         divergent: dict[int, Node] | None = None
+        mismatched: dict[int, tuple[Node, Node]] | None = None
         for dims, source in blocks:
             if dims[0] * dims[1] * dims[2] > 1024:
                 return
@@ -265,13 +280,17 @@ class RaceAnalysis:
                     {k: m for k, m in masks.items() if k in res.masks}
                 divergent = dict(res.divergent) if divergent is None else \
                     {k: m for k, m in divergent.items() if k in res.divergent}
-                if not agreed and not masks and not divergent:
+                mismatched = dict(res.mismatched) if mismatched is None else \
+                    {k: m for k, m in mismatched.items() if k in res.mismatched}
+                if not agreed and not masks and not divergent and not mismatched:
                     return
         for k, hit in (agreed or {}).items():
             self.races.append(Race(hit.first, hit.second, hit.first_write, cross[k],
                                    hit.threads, hit.address, hit.array, blocks[0][0],
                                    blocks[0][1], fn))
         self._divergent.update(divergent or {})
+        for k, m in (mismatched or {}).items():
+            self._mismatched.setdefault(k, m)
         for m in (masks or {}).values():
             self.masks.append(MaskMismatch(m.node, m.mask, m.arrive, m.live, m.warp,
                                            blocks[0][0], fn))

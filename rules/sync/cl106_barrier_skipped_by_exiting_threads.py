@@ -1,0 +1,71 @@
+from cudalint.analysis.sync.skipped_barriers import SkippedBarriers, pre_volta
+from cudalint.diagnostics import Finding
+from cudalint.rule import Rule
+
+
+class BarrierSkippedByExitingThreads(Rule):
+    """## What it does
+    Off by default (strict). Finds block barriers (`__syncthreads()` and its variants,
+    `bar.sync 0`, `block.sync()`, `cg::sync(block)`) that some threads of the block skip
+    under a thread-dependent condition and that CL103 does not report because the
+    skipping threads are not shown to wait at another barrier: `if (i >= n) return;`
+    before a tile barrier, a barrier under `if (tid < 64)` whose other threads finish
+    the kernel, a block-strided loop with a barrier whose leavers then exit. Select it
+    for code that must follow the letter of the Programming Guide (every thread of the
+    block reaches every `__syncthreads()`), or that may run on pre-Volta GPUs (there,
+    with the `arch` setting sm_30 to sm_62, CL103 reports these itself).
+
+    ## Why is this bad?
+    Since Volta it is not: a barrier "will not succeed until reached by all non-exited
+    threads", so threads that exit release it. Measured on an H100
+    (`fixtures/CL106/truth.json`): the skip-then-exit kernels run to completion with
+    compute-sanitizer synccheck and racecheck silent, and `if (i >= n) return;` before a
+    tile barrier gave 0 wrong elements of 20,000. The Programming Guide still
+    writes that `__syncthreads()` in conditional code must be reached by all threads,
+    and before Volta a barrier counted exited threads as missing. The code is also one
+    edit away from CL103: a barrier added after the branch makes the skipping threads
+    wait there, and the kernel breaks or hangs.
+
+    ## Example
+    ```cuda
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;               // the last block's tail exits
+    tile[threadIdx.x] = in[i];
+    __syncthreads();
+    out[i] = tile[threadIdx.x ^ 1];
+    ```
+
+    ## Use instead
+    ```cuda
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    tile[threadIdx.x] = i < n ? in[i] : 0.f;
+    __syncthreads();                  // every thread arrives
+    if (i < n) out[i] = tile[threadIdx.x ^ 1];
+    ```
+
+    ## References
+    - CUDA C++ Programming Guide, "Synchronization Functions" and "Independent Thread
+      Scheduling"
+    - compute-sanitizer synccheck and racecheck (measured on the fixtures:
+      `fixtures/CL106/truth.json`)
+    """
+    code = "CL106"
+    name = "barrier-skipped-by-exiting-threads"
+    severity = "warning"
+    default_enabled = False
+
+    def check(self, ctx):
+        if pre_volta(ctx.settings.arch):
+            return          # CL103 reports every skipped barrier there
+        for b in ctx.analysis(SkippedBarriers).items:
+            if b.meets is not None:
+                continue
+            yield Finding.at(
+                b.node,
+                f"barrier skipped by exiting threads: `{b.spelling}` {b.why}; no other "
+                f"barrier is seen on the skipping threads' path (defined since Volta, "
+                f"whose barriers wait only for threads that have not exited; the "
+                f"Programming Guide asks every thread of the block to reach it)",
+                metrics={"barrier": b.spelling,
+                         "kernel": b.fn.name if b.fn.is_kernel else None,
+                         "function": b.fn.name})
