@@ -123,3 +123,20 @@ __global__ void k(const float* w, float* o, int n)
 }
 """
     assert lint(src, "CL203") == []
+
+
+def test_gpu_timing_of_every_fixture_finding_is_recorded_and_never_slower():
+    """fixtures/CL203/timing.json (tools/gputruth/restrict_timing.py on an H100): each
+    flagged fixture kernel, as written and fixed, same output, the fix never slower."""
+    import json
+    timing = json.loads((ROOT / "fixtures" / "CL203" / "timing.json").read_text())
+    counts = json.loads((ROOT / "fixtures" / "CL203" / "counts.json").read_text())
+    flagged = {r["kernel"] for r in counts["records"] if r["file"].endswith("aliasing.cu")}
+    timed = {k["kernel"]: k for k in timing["kernels"]}
+    assert flagged <= set(timed), flagged - set(timed)
+    for name in flagged:
+        k = timed[name]
+        assert k["same_output"] in (True, None), k          # None: atomics, order varies
+        assert k["ratio"] >= 0.98, k
+    assert sum(timed[n]["ratio"] > 1.05 for n in flagged) >= 4
+    assert "H100" in timing["device"]

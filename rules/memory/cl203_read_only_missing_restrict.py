@@ -63,9 +63,13 @@ class ReadOnlyMissingRestrict(Rule):
     the fix in `fixtures/CL203/counts.json`): `a[i]` read around two stores 2 `LDG` -> 1,
     around three stores 3 -> 1, around a barrier 2 -> 1; `o[i] += w[j]*x[j]` over 5
     iterations 5 `STG` -> 1, and over a run-time trip count 29 `STG` (unrolled by 4) -> 1.
-    Timed on an H100: `tools/gputruth/restrict_timing.py`, output in
-    `fixtures/CL203/timing.json`. nvcc does no type-based alias analysis: a `float` load
-    is repeated after an `int` store too; `__shared__` stores never force a reload.
+    Timed on an H100 (2^24 threads, median of 35 launches, CUDA events;
+    `tools/gputruth/restrict_timing.py`, output in `fixtures/CL203/timing.json`), the
+    fixed kernels ran 1.22x (two stores between loads), 1.81x (three), 1.21x (`int`
+    stores), 1.43x (5 kept stores), 1.10x (kept stores, run-time loop) and 1.09x (four
+    atomics) faster, with the same output; a reload across a barrier gained 1%. nvcc does
+    no type-based alias analysis: a `float` load is repeated after an `int` store too;
+    `__shared__` stores never force a reload.
 
     ## Example
     ```cuda
