@@ -148,8 +148,9 @@ def _severity(key: str, value: Any, where: str):
 
 def _defines(key: str, value: Any, where: str):
     if not isinstance(value, dict) or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value.values()):
-        raise ConfigError(f"{where}: `{key}` must map macro names to integers")
+            isinstance(v, int) and not isinstance(v, bool) and
+            -(1 << 63) <= v < (1 << 64) for v in value.values()):
+        raise ConfigError(f"{where}: `{key}` must map macro names to integers (64-bit)")
     return tuple(value.items())
 
 

@@ -3,6 +3,19 @@
 Works on text so that ``#define`` arguments, which tree-sitter leaves as raw text, and
 expressions from the syntax tree go through one evaluator. Unknown names make the result
 ``None``: the caller must stay silent rather than guess.
+
+Bounded on any input, as C is on 64-bit values: every literal and every intermediate value
+must fit in 64 bits (``-2**63 <= v < 2**64``, the signed and unsigned ranges together), a
+shift counts 0 to 63, and anything else (``1 + 99999999999999999999``, ``1 << 64``, a
+product past 64 bits) makes the value unknown instead of a Python integer of any size.
+Only the operator in front of the evaluator is computed: a table of every result, built
+before looking one up, once computed ``a << b`` for a ``+`` (``1 + 34359738368`` shifted
+1 by 34 billion bits: a MemoryError in five rules).
+
+Macros are never expanded as text: a ``#define`` is evaluated once, in source order, and
+later bodies read its value from ``env`` (:attr:`cudalint.model.kernels.Model.constants`),
+so a doubling chain ``#define M40 (M39 + M39)`` costs 40 small evaluations, not 2**40
+tokens. What the expression text may cost is bounded by :data:`MAX_TEXT`.
 """
 from __future__ import annotations
 
@@ -27,6 +40,10 @@ _BINARY = {
     ">=": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10,
 }
 MAX_TEXT = 2000
+# C's 64-bit range: values from -2**63 (INT64_MIN) to 2**64 - 1 (UINT64_MAX) are kept
+MIN_VALUE = -(1 << 63)
+MAX_VALUE = (1 << 64) - 1
+_MAX_LITERAL = 66          # characters of the longest 64-bit literal, 0b and 64 digits
 
 
 def sizeof_type(name: str) -> int | None:
@@ -70,6 +87,17 @@ def eval_int(expr: str, env: dict[str, int] | None = None) -> int | None:
     return value if rest == len(tokens) else None
 
 
+def fits(value: int) -> bool:
+    """Is ``value`` a 64-bit C integer (signed or unsigned)?"""
+    return MIN_VALUE <= value <= MAX_VALUE
+
+
+def _checked(value: int) -> int:
+    if not MIN_VALUE <= value <= MAX_VALUE:
+        raise _Unknown          # overflow past 64 bits: C gives another value, or none
+    return value
+
+
 def _parse(tokens, i, env, min_prec):
     left, i = _unary(tokens, i, env)
     while i < len(tokens):
@@ -91,34 +119,66 @@ def _parse(tokens, i, env, min_prec):
     return left, i
 
 
-def _apply(op, a, b):
-    if op == "/":
-        if b == 0:
-            raise ZeroDivisionError
-        q = abs(a) // abs(b)
-        return q if (a >= 0) == (b >= 0) else -q
-    if op == "%":
-        if b == 0:
-            raise ZeroDivisionError
-        return a - b * _apply("/", a, b)
-    if op in ("<<", ">>") and not 0 <= b < 64:
-        raise _Unknown
-    return {
-        "+": a + b, "-": a - b, "*": a * b, "<<": a << b, ">>": a >> b, "&": a & b,
-        "|": a | b, "^": a ^ b, "==": int(a == b), "!=": int(a != b), "<": int(a < b),
-        ">": int(a > b), "<=": int(a <= b), ">=": int(a >= b), "&&": int(bool(a and b)),
-        "||": int(bool(a or b)),
-    }[op]
+def _divide(a: int, b: int) -> int:
+    """C's ``/``: truncates toward zero."""
+    if b == 0:
+        raise ZeroDivisionError
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _shift(a: int, b: int, left: bool) -> int:
+    if not 0 <= b < 64:
+        raise _Unknown          # undefined in C
+    if not left:
+        return a >> b
+    if a.bit_length() + b > 64:
+        raise _Unknown          # past 64 bits (checked before Python builds the number)
+    return a << b
+
+
+# One function per operator, called for the operator in front of the evaluator only
+# (operands are already within 64 bits: every result is small before it is checked).
+_OPS = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": _divide, "%": lambda a, b: a - b * _divide(a, b),
+    "<<": lambda a, b: _shift(a, b, True), ">>": lambda a, b: _shift(a, b, False),
+    "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
+    "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
+    "<": lambda a, b: int(a < b), ">": lambda a, b: int(a > b),
+    "<=": lambda a, b: int(a <= b), ">=": lambda a, b: int(a >= b),
+    "&&": lambda a, b: int(bool(a and b)), "||": lambda a, b: int(bool(a or b)),
+}
+
+
+def _apply(op: str, a: int, b: int) -> int:
+    return _checked(_OPS[op](a, b))
+
+
+def literal(tok: str) -> int | None:
+    """The value of an integer literal's digits (no suffix), or None past 64 bits."""
+    if len(tok) > _MAX_LITERAL:
+        return None             # 64 binary digits and a prefix at most (leading zeros aside)
+    if len(tok) > 1 and tok[0] == "0" and tok[1].isdigit():
+        value = int(tok, 8)
+    else:
+        value = int(tok, 0)
+    return value if value <= MAX_VALUE else None
 
 
 def _unary(tokens, i, env):
     kind, tok = tokens[i]
     if kind == "num":
-        return int(tok, 0) if not (len(tok) > 1 and tok[0] == "0" and tok[1].isdigit()) \
-            else int(tok, 8), i + 1
+        value = literal(tok)
+        if value is None:
+            raise _Unknown
+        return value, i + 1
     if kind == "name":
         if tok in env:
-            return env[tok], i + 1
+            value = env[tok]
+            if not MIN_VALUE <= value <= MAX_VALUE:
+                raise _Unknown      # a value handed in from elsewhere (a -D setting)
+            return value, i + 1
         if tok in ("true", "false"):
             return int(tok == "true"), i + 1
         raise _Unknown
@@ -129,5 +189,9 @@ def _unary(tokens, i, env):
         return value, i + 1
     if tok in ("-", "+", "~", "!"):
         value, i = _unary(tokens, i + 1, env)
-        return {"-": -value, "+": value, "~": ~value, "!": int(not value)}[tok], i
+        if tok == "-":
+            return _checked(-value), i
+        if tok == "~":
+            return _checked(~value), i
+        return (value if tok == "+" else int(not value)), i
     raise _Unknown

@@ -15,10 +15,15 @@ from operator import itemgetter
 
 from tree_sitter import Node, Tree
 
-from cudalint.model.consteval import MAX_TEXT, eval_int
+from cudalint.model.consteval import MAX_TEXT, MAX_VALUE, eval_int, fits
 from cudalint.parse import captures, text
 
 FUNCTION_SPACES = ("__global__", "__device__", "__host__")
+# the largest array whose size the model keeps (2 GiB): far past any shared memory
+# (228 KB per SM on sm_90) or per-thread local array (512 KB of stack), so only
+# sizes no kernel can declare are dropped
+MAX_ARRAY_BYTES = 1 << 31
+_UINT_MAX = (1 << 32) - 1
 
 # One query over the whole tree collects every node kind the model and the analyses read:
 # a query costs about a quarter of the parse whatever its patterns (the walk dominates),
@@ -214,7 +219,16 @@ class ArrayDecl:
             return [None] * len(self._sizes)
         fn = self.function
         env = fn.constants if fn is not None else self._model.constants
-        return [_eval(text(size), env) if size is not None else None for size in self._sizes]
+        dims = [_eval(text(size), env) if size is not None else None for size in self._sizes]
+        # an array no GPU can hold (more than MAX_ARRAY_BYTES; elements of unknown type
+        # counted as bytes) has unknown dimensions: nothing models billions of elements
+        total = self.elem_size or 1
+        for d in dims:
+            if d is not None:
+                total *= d if d > 0 else 1
+                if d > MAX_ARRAY_BYTES or total > MAX_ARRAY_BYTES:
+                    return [None] * len(dims)
+        return dims
 
     @property
     def elem_size(self) -> int | None:
@@ -230,7 +244,8 @@ class Launch:
     function: Function | None   # the host function holding the launch
     _model: "Model | None" = field(default=None, repr=False)
 
-    # block and grid: resolved on first use (the host's constants, its declarations)
+    # block and grid: resolved on first use (the host's constants, its declarations), as
+    # written: whether a GPU runs them is launch_shape's question (block_problem)
     @cached_property
     def block(self) -> tuple[int, int, int] | None:
         return self._dim3(1)
@@ -244,7 +259,13 @@ class Launch:
             return None
         host = self.function
         env = host.constants if host is not None else self._model.constants
-        return self._model.resolve_dim3(self.config[k], host, env)
+        dims = self._model.resolve_dim3(self.config[k], host, env)
+        if dims is None or all(v <= _UINT_MAX for v in dims):
+            return dims
+        # dim3 holds unsigned ints: C converts a larger value modulo 2**32 (nvcc warns;
+        # 99999999999 launches 1215752191); a 0 left is no shape
+        wrapped = tuple(v & _UINT_MAX for v in dims)
+        return wrapped if all(wrapped) else None  # type: ignore[return-value]
 
 
 def _strip_template(name: str) -> str:
@@ -255,7 +276,8 @@ class Model:
     def __init__(self, tree: Tree, extra_constants: dict[str, int] | None = None):
         self.tree = tree
         self.root = tree.root_node
-        self._extra = dict(extra_constants or {})
+        # -D values from settings and build files: only those C can hold
+        self._extra = {k: v for k, v in (extra_constants or {}).items() if fits(v)}
 
     # ---- the node index ------------------------------------------------------------
     @cached_property
@@ -476,7 +498,8 @@ class Model:
                 value = _eval(text(node), env)
                 return (value, 1, 1) if value else None
             node = init
-        if node.type in ("call_expression", "argument_list", "initializer_list"):
+        if node.type in ("call_expression", "argument_list", "initializer_list",
+                         "parameter_list"):
             args = node.child_by_field_name("arguments") if node.type == "call_expression" \
                 else node
             if node.type == "call_expression" and text(node.child_by_field_name("function")) \
@@ -527,7 +550,10 @@ def _eval(expr: str, env: dict[str, int] | None = None) -> int | None:
     if expr.isascii() and len(expr) <= MAX_TEXT:
         if expr.isdigit():
             if expr[0] != "0" or len(expr) == 1:
-                return int(expr)
+                # 20 digits at most: past UINT64_MAX a literal has no value (and a long
+                # run of digits must not become a Python integer of any size)
+                value = int(expr) if len(expr) <= 20 else MAX_VALUE + 1
+                return value if value <= MAX_VALUE else None
         elif expr.isidentifier():
             if env and expr in env:
                 return env[expr]
@@ -651,6 +677,16 @@ def _last_initializer(declarations: list[Node], name: str, before: int) -> Node 
         for d in decl.children_by_field_name("declarator"):
             if d.type == "init_declarator" and text(d.child_by_field_name("declarator")) == name:
                 best = d.child_by_field_name("value")
+            elif d.type == "function_declarator" and \
+                    text(d.child_by_field_name("declarator")) == name:
+                # `dim3 threads(THREADS);` parses as a function declaration: its
+                # "parameter types" are the constructor's arguments
+                params = d.child_by_field_name("parameters")
+                if params is not None and params.named_children and all(
+                        p.type == "parameter_declaration" and
+                        p.child_by_field_name("declarator") is None
+                        for p in params.named_children):
+                    best = params
     return best
 
 
