@@ -74,7 +74,17 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
             from pathlib import Path
             from cudalint.project.includes import include_constants
             defines = {**include_constants(Path(path), text), **defines}
-        units.append(Unit(file=file, text=text, extra_defines=defines))
+        view = None
+        if path not in ("-", "<stdin>"):     # the project's macros, constants, launches
+            from cudalint.project.index import unit_view
+            view = unit_view(path, text, settings)
+        if view is None:
+            units.append(Unit(file=file, text=text, extra_defines=defines))
+        else:
+            notices.extend(view.notices)
+            units.append(Unit(file=file, text=view.text, char_map=view.char_map,
+                              launches=view.launches,
+                              extra_defines={**view.constants, **defines}))
     elif kind == "python":
         units.extend(_python_units(file, settings, notices, unread))
 
@@ -198,10 +208,7 @@ def _map_fix(fix: Fix, unit: Unit | None) -> Fix | None:
     edits = []
     for e in fix.edits:
         cs, ce = unit.char_offset(e.start), unit.char_offset(e.end)
-        if unit.embedded is None:
-            edits.append(Edit(cs, ce, e.content))
-            continue
-        mapped = unit.embedded.map_edit(cs, ce, e.content)
+        mapped = unit.map_edit(cs, ce, e.content)
         if mapped is None:
             return None
         edits.append(Edit(*mapped))

@@ -40,7 +40,7 @@ def _keyed(target: "Target", data: bytes, context: str | None = None
     if context is None:
         context = _context(target)
     extra, deps = "", ()
-    if target.kind == "cuda" and b"#include" in data:
+    if target.kind == "cuda":        # headers, and the launchers the project index found
         from cudalint.project.includes import include_deps
         extra, deps = include_deps(target.path, data.decode("utf-8", "replace"))
     return cache_key(target.display, data, context, extra), deps, context_key(context)
@@ -239,6 +239,9 @@ def run(targets: list["Target"], use_cache: bool = True, jobs: int | None = None
         else:
             results[i] = hit
 
+    if todo:                    # the project index, before the workers fork (they share it)
+        from cudalint.project.index import prepare
+        prepare(targets)
     jobs = jobs or os.cpu_count() or 1
     if len(todo) >= PARALLEL_MIN_FILES and jobs > 1:
         done = _parallel(targets, todo, jobs, use_cache)

@@ -77,7 +77,9 @@ def include_deps(path: Path, text: str) -> tuple[str, tuple]:
     :func:`include_constants` may read (both levels: paths and bytes), and each include
     candidate's stat signature (None where no regular file is), so that a warm run can
     tell by stat alone that nothing it includes changed -- a header created where there
-    was none included."""
+    was none included. The project index's dependencies of the file (headers on include
+    folders, the files that launch its kernels: :func:`cudalint.project.index.project_deps`)
+    are added the same way; ("", ()) when there is none of either."""
     from cudalint.sources.signature import file_sig
     h = hashlib.sha256()
     deps: list[tuple[str, tuple | None]] = []
@@ -107,5 +109,26 @@ def include_deps(path: Path, text: str) -> tuple[str, tuple]:
             if len(data) <= MAX_HEADER_BYTES and b"\0" not in data[:8192]:
                 visit(real, data.decode("utf-8", "replace"), depth + 1)
 
-    visit(path, text, 0)
+    if "#include" in text:
+        visit(path, text, 0)
+    # the project index's files: headers found on include folders, the files launching
+    # this one's kernels (their bytes and signatures, like the local headers')
+    from cudalint.project.index import project_deps
+    extra = project_deps(str(path))
+    if not extra and not deps:
+        return "", ()
+    listed = {p for p, _ in deps}
+    for other in extra:
+        if other in listed:
+            continue
+        sig = file_sig(other)
+        deps.append((other, sig))
+        try:
+            with open(other, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        h.update(other.encode("utf-8", "surrogateescape"))
+        h.update(b"\0%d\0" % len(data))
+        h.update(data)
     return h.hexdigest(), tuple(deps)

@@ -4,7 +4,8 @@ A :class:`SourceFile` is the text of one file on disk (or stdin) and knows how t
 character offset into a 1-based (row, column). A :class:`Unit` is the CUDA text that gets
 parsed: the whole file for ``.cu``/``.cuh``, or one kernel string extracted from Python.
 Every position a rule reports is a byte offset in the unit's UTF-8 text; the unit, and
-only the unit, translates it back to a character offset in the file.
+only the unit, translates it back to a character offset in the file, through one char
+map: an embedded kernel's, or a CUDA file's whose project macros were expanded.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from cudalint.sources.python.units import EmbeddedKernel
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
@@ -88,6 +91,17 @@ class Unit:
     embedded: "EmbeddedKernel | None" = None
     index: int = 0                      # n-th unit of the file
     extra_defines: dict[str, int] = field(default_factory=dict)
+    # a CUDA file with the project's macros expanded (cudalint/sources/macros.py): the
+    # file offset of each character of ``text`` (None: ``text`` is the file's text).
+    # Embedded kernels keep theirs in ``embedded.char_map``; both are read the same way
+    char_map: "Sequence[int] | None" = None
+    # launches of this unit's kernels elsewhere in the project (project.index.LaunchSite:
+    # .kernel, .block, .file, .line), as ``embedded.launches`` are for Python launch calls
+    launches: list = field(default_factory=list)
+
+    @property
+    def _cmap(self) -> "Sequence[int] | None":
+        return self.embedded.char_map if self.embedded is not None else self.char_map
 
     @cached_property
     def data(self) -> bytes:
@@ -134,29 +148,60 @@ class Unit:
         file position: the nearest real character is used, or the API call itself.
         """
         char = self.char_offset(byte_offset)
-        if self.embedded is None:
+        cmap = self._cmap
+        if cmap is None:
             return char
         emb = self.embedded
+        # a value <= -2 is a macro body's character: at the invocation (-2 - offset)
         if end:
             # an end offset maps to one past the last real character before it
             for i in range(char - 1, -1, -1):
-                mapped = emb.char_map[i] if i < len(emb.char_map) else -1
+                mapped = cmap[i] if i < len(cmap) else -1
                 if mapped >= 0:
                     return mapped + 1
-            return emb.call_end
-        for i in range(char, len(emb.char_map)):
-            if emb.char_map[i] >= 0:
-                return emb.char_map[i]
-        return emb.call_start
+                if mapped <= -2:
+                    return -1 - mapped
+            return emb.call_end if emb is not None else len(self.file.text)
+        for i in range(char, len(cmap)):
+            mapped = cmap[i]
+            if mapped >= 0:
+                return mapped
+            if mapped <= -2:
+                return -2 - mapped
+        return emb.call_start if emb is not None else len(self.file.text)
 
     def is_written(self, byte_offset: int) -> bool:
         """Is the character at ``byte_offset`` written in the file (not wrapper code or
         an opaque token that cudalint made up for a CuPy/PyCUDA snippet)?"""
-        if self.embedded is None:
+        cmap = self._cmap
+        if cmap is None:
             return True
         char = self.char_offset(byte_offset)
-        cmap = self.embedded.char_map
         return 0 <= char < len(cmap) and cmap[char] >= 0
+
+    def map_edit(self, start: int, end: int, replacement: str
+                 ) -> tuple[int, int, str] | None:
+        """An edit of unit characters ``[start, end)`` as one of the file, or None: for
+        a unit whose macros were expanded, only characters copied from the file, one
+        after another there, can be edited (never a macro body's)."""
+        if self.embedded is not None:
+            return self.embedded.map_edit(start, end, replacement)
+        cmap = self.char_map
+        if cmap is None:
+            return start, end, replacement
+        n = len(cmap)
+        if not 0 <= start <= end <= n:
+            return None
+        if start == end:
+            if start < n and cmap[start] >= 0:
+                return cmap[start], cmap[start], replacement
+            if start > 0 and cmap[start - 1] >= 0:
+                return cmap[start - 1] + 1, cmap[start - 1] + 1, replacement
+            return None
+        for i in range(start, end):
+            if cmap[i] < 0 or (i > start and cmap[i] != cmap[i - 1] + 1):
+                return None
+        return cmap[start], cmap[end - 1] + 1, replacement
 
     def file_span(self, start_byte: int, end_byte: int) -> tuple[int, int]:
         start = self.file_offset(start_byte)
