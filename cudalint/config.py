@@ -49,8 +49,6 @@ class Settings:
     severity: tuple[tuple[str, str], ...] = ()
     ptxas: PtxasSettings = field(default_factory=PtxasSettings)
     defines: tuple[tuple[str, int], ...] = ()       # -D values assumed for every unit
-    # folders searched for quoted includes after the includer's own (project/index.py)
-    include_dirs: tuple[str, ...] = ()
     parse_notices: bool = False     # CL000 for each kernel with a region tree-sitter can't read
     # a project's own CUDA compile wrappers: ((qualified name, ((field, value), ...)), ...)
     python_compile_apis: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
@@ -116,14 +114,27 @@ def _arch(key: str, value: Any, where: str) -> str:
     return "sm_" + value.split("_")[-1] if not value.startswith("sm_") else value
 
 
+# A block's hardware limits, the same on every compute capability (CUDA C++ Programming
+# Guide, "Technical Specifications per Compute Capability"); the model checks every other
+# source of a block shape against the same numbers (model/launch_shape.py, which sits
+# above this module and cannot be imported here; a test keeps the two equal).
+BLOCK_LIMITS = (1024, 1024, 64)
+BLOCK_THREADS = 1024
+
+
 def _block(key: str, value: Any, where: str) -> tuple[int, int, int]:
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, list) or not 1 <= len(value) <= 3 or not all(
             isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value) \
-            or _product(value) > 1024:
+            or any(v > limit for v, limit in zip(value, BLOCK_LIMITS)) \
+            or _product(value) > BLOCK_THREADS:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
         raise ConfigError(f"{where}: `{key}` must be a block shape such as 256 or "
-                          f"[32, 8] (at most 1024 threads), got {value!r}")
+                          f"[32, 8] (at most 1024 threads; x and y at most 1024, z at most "
+                          f"64), got {shown}")
     return tuple(list(value) + [1] * (3 - len(value)))  # type: ignore[return-value]
 
 
@@ -231,7 +242,6 @@ OPTIONS = {
     "severity": ("severity", _severity),
     "ptxas": ("ptxas", _ptxas),
     "defines": ("defines", _defines),
-    "include-dirs": ("include_dirs", _str_list),
     "parse-notices": ("parse_notices", _bool),
     "python-compile-apis": ("python_compile_apis", _compile_apis),
 }

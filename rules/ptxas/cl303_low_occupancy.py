@@ -1,6 +1,7 @@
 from cudalint.analysis.ptxas.occupancy import limits_for, occupancy, registers_for_next_step
 from cudalint.analysis.ptxas.ptxas_run import ptxas_facts
 from cudalint.model.consteval import eval_int
+from cudalint.model.launch_shape import checked_block, launch_bounds_threads
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 
@@ -17,35 +18,35 @@ def _block_sizes(ctx, fn) -> list[tuple[int, int | None, str]]:
     for launch in ctx.model.launches:
         if launch.kernel != fn.name or launch.block is None:
             continue
+        dims = checked_block(launch.block)   # a shape no GPU runs: CL601's, not ours
+        if dims is None:
+            continue
         smem: int | None = 0
         if len(launch.config) > 2:
             env = launch.function.constants if launch.function is not None \
                 else ctx.model.constants
             smem = eval_int(ctx.text(launch.config[2]), env)
-        bx, by, bz = launch.block
-        out.append((bx * by * bz, smem, "launch"))
+        out.append((dims[0] * dims[1] * dims[2], smem, "launch"))
     emb = getattr(ctx.unit, "embedded", None)
     for launch in getattr(emb, "launches", None) or []:
         name = getattr(launch, "kernel", None) or getattr(launch, "name", None)
         block = getattr(launch, "block", None)
         if name not in (None, fn.name) or not block:
             continue
-        try:
-            dims = [int(v) for v in (block if isinstance(block, (tuple, list)) else [block])]
-        except (TypeError, ValueError):
+        dims = checked_block(block)
+        if dims is None:
             continue
-        threads = 1
-        for d in dims:
-            threads *= d
         smem = getattr(launch, "shared_mem", getattr(launch, "smem", 0))
-        out.append((threads, smem if isinstance(smem, int) else None, "launch"))
+        out.append((dims[0] * dims[1] * dims[2], smem if isinstance(smem, int) else None,
+                    "launch"))
     if out:
         return out
-    if fn.launch_bounds is not None and fn.launch_bounds[0]:
-        return [(fn.launch_bounds[0], 0, "__launch_bounds__")]
-    if ctx.settings.block_size is not None:
-        bx, by, bz = ctx.settings.block_size
-        return [(bx * by * bz, 0, "block-size setting")]
+    bound = launch_bounds_threads(fn)
+    if bound is not None:
+        return [(bound, 0, "__launch_bounds__")]
+    configured = checked_block(ctx.settings.block_size) if ctx.settings.block_size else None
+    if configured is not None:
+        return [(configured[0] * configured[1] * configured[2], 0, "block-size setting")]
     return []
 
 

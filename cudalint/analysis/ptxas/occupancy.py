@@ -209,6 +209,11 @@ def launch_bounds_register_cap(arch: str | ArchLimits, max_threads: int | None,
         return None
     blocks = max(min_blocks or 1, 1)
     warps = -(-max_threads // WARP)
+    if warps > lim.max_warps_per_sm:
+        # more threads than an SM holds: ptxas warns "Value of threads per SM ... is out
+        # of range. .minnctapersm and .maxntid will be ignored" (nvcc 13.0, sm_90: 2049
+        # and 2147483647 ignored; 2048 caps registers at 32)
+        return None
     if blocks * warps > lim.max_warps_per_sm:
         blocks = 1   # ptxas: "threads per SM out of range, .minnctapersm will be ignored"
     per_thread = lim.regs_per_sm // (blocks * warps * WARP)
