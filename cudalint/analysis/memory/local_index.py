@@ -4,19 +4,33 @@ local memory.
 Registers cannot be indexed at run time, so an array indexed by a value that is not a
 compile-time constant after unrolling lives in local memory (the stack frame) unless
 nvcc rewrites the few dynamic accesses as selects over the elements. What nvcc 13 does
-for sm_90 was measured (``ptxas -v``, fixtures/CL204/stack.json): it keeps the array in
-registers for one or two dynamic accesses to arrays of up to ~64 elements and for any
-number of accesses to 4-element arrays, and gives up with
+for sm_90 was measured with ``ptxas -v`` on arrays from 16 bytes to 4 KB indexed every
+way (tools/gputruth/local_array_sweep.py, fixtures/CL204/sweep.json, and the fixtures in
+fixtures/CL204/stack.json). It gives the array a stack frame for
 
-* a dynamic index inside a loop whose trip count is not known at compile time (or that
-  is kept rolled with ``#pragma unroll 1``), for 8 elements and more;
+* an index loaded from memory or computed from a thread index or parameter, inside a
+  loop whose trip count is not known at compile time (or kept rolled with
+  ``#pragma unroll 1``): 8 elements and more (4 stay in registers), or 4 records of
+  32 bytes (2 stay);
+* the counter of a loop with a run-time trip count: 32 elements and more (up to 16
+  nvcc bounds the loop by the array and unrolls it);
+* the counter of a loop with a constant trip count of 256 or more and no
+  ``#pragma unroll`` (128 is unrolled fully);
+* any dynamic index into an array of 1-, 2- or 8-byte elements (``unsigned char``,
+  ``short``, ``double``), whatever its size: only 32-bit words are selected among
+  registers;
+* any dynamic index into a table initialised with constants, from 32 elements (16 and
+  24 stay in registers);
 * 8 or more dynamic accesses after unrolling, for 16 elements and more;
-* any dynamic access to an array of 512 bytes or more.
+* any dynamic access to an array of 512 bytes or more (below that, one or two accesses
+  of 32-bit words are selects).
 
 Only those cases are reported as ``certain``; anything in between is left alone. An index
 is *dynamic* when it depends on a kernel parameter, a thread/block index, a value loaded
-from memory, or a local computed from those; it is *static* when it is built from
-constants, template parameters and counters of loops with constant bounds.
+from memory, or a local computed from those (through casts, masks and arithmetic); it is
+*static* when it is built from constants, template parameters, counters of fully unrolled
+loops, and elements of local tables with constant contents at static indices
+(``int tbl[8] = {...}; val[tbl[i]]`` folds to constants).
 """
 from __future__ import annotations
 
@@ -30,6 +44,7 @@ from typing import TYPE_CHECKING, Callable
 from tree_sitter import Node
 
 from cudalint.model.consteval import eval_int, sizeof_type
+from cudalint.model.types import type_size
 from cudalint.parse import captures, text
 
 if TYPE_CHECKING:
@@ -40,9 +55,22 @@ if TYPE_CHECKING:
 _BUILTINS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
 SELECT_MAX_ELEMENTS = 4          # always kept in registers (measured)
 LOOP_MIN_ELEMENTS = 8
+LOOP_MIN_RECORD_BYTES = 128      # 4 records of 32 bytes in a run-time loop (2 stay)
+COUNTER_MIN_ELEMENTS = 32        # run-time loop counters (16 elements: unrolled by bound)
+TABLE_MIN_ELEMENTS = 32          # tables of constants (16 and 24: registers)
+ROLLED_TRIP = 256                # constant trip counts nvcc leaves rolled (128: unrolled)
+UNROLLED_TRIP = 128
 MANY_ACCESSES = 8
 MANY_MIN_ELEMENTS = 16
 BIG_BYTES = 512
+_WORD_TYPES = frozenset({"float", "int", "unsigned", "unsigned int", "uint32_t", "int32_t",
+                         "float2", "float3", "float4", "int2", "int3", "int4", "uint2",
+                         "uint3", "uint4", "signed", "signed int", "uint", "long"})
+_NARROW_OR_WIDE = frozenset({"char", "unsigned char", "signed char", "uint8_t", "int8_t",
+                             "bool", "short", "unsigned short", "int16_t", "uint16_t",
+                             "double", "long long", "unsigned long long", "int64_t",
+                             "uint64_t", "size_t", "__half", "half", "__nv_bfloat16",
+                             "double2"})
 _MAX_TRIP = 1 << 16
 _TARGETS = """
 (assignment_expression left: _ @t)
@@ -70,6 +98,7 @@ class LocalArrayFacts:
     bytes: int | None
     accesses: list[IndexFact] = field(default_factory=list)
     escapes: bool = False         # address taken / passed on: out of scope here
+    constant_table: bool = False  # initialised with constants, never written
 
     @property
     def dynamic(self) -> list[IndexFact]:
@@ -79,24 +108,54 @@ class LocalArrayFacts:
     def has_read(self) -> bool:
         return any(not a.is_store for a in self.accesses)
 
+    @property
+    def word_elements(self) -> bool | None:
+        """Elements made of 32-bit words (ptxas selects among those); None: unknown."""
+        t = _bare(self.array.elem_type)
+        if t in _WORD_TYPES:
+            return True
+        if t in _NARROW_OR_WIDE:
+            return False
+        return None
+
     def local_memory_reason(self) -> str | None:
         """Why ptxas will put it in local memory (None: not certain)."""
         dyn = self.dynamic
         if not dyn or self.escapes or not self.has_read or \
                 any(a.kind == "unknown" for a in self.accesses):
             return None
-        if self.elements <= SELECT_MAX_ELEMENTS:
+        counters = [a for a in dyn if a.source == "runtime_counter"]
+        others = [a for a in dyn if a.source != "runtime_counter"]
+        if counters and self.elements >= COUNTER_MIN_ELEMENTS:
+            return "counter"
+        if counters and not others and self.elements > 16:
+            return None                             # between the measured sizes
+        if not others:
             return None
-        if self.elements >= LOOP_MIN_ELEMENTS and any(a.in_runtime_loop for a in dyn):
+        if self.word_elements is False and any(a.source != "counter" for a in others):
+            return "type"
+        if self.constant_table and self.elements >= TABLE_MIN_ELEMENTS:
+            return "table"
+        if self.elements <= SELECT_MAX_ELEMENTS and (
+                self.bytes is None or self.bytes < LOOP_MIN_RECORD_BYTES):
+            return None
+        if any(a.in_runtime_loop for a in others) and (
+                self.elements >= LOOP_MIN_ELEMENTS or
+                (self.bytes is not None and self.bytes >= LOOP_MIN_RECORD_BYTES)):
             return "loop"
         total = 0
-        for a in dyn:
+        for a in others:
             total += a.repeat if a.repeat is not None else MANY_ACCESSES
         if self.elements >= MANY_MIN_ELEMENTS and total >= MANY_ACCESSES:
             return "many"
         if self.bytes is not None and self.bytes >= BIG_BYTES:
             return "big"
         return None
+
+
+def _bare(t: str) -> str:
+    return " ".join(w for w in t.split() if w not in ("const", "volatile", "static",
+                                                      "__restrict__", "register"))
 
 
 class LocalArrayIndexing:
@@ -114,6 +173,7 @@ class LocalArrayIndexing:
         self._contexts: dict[int, tuple[bool, int | None]] = {}
         self._modified: dict[int, dict[str, list[int]]] = {}
         self._scanners: dict[int, NameScanner] = {}
+        self._tables: dict[int, bool] = {}
 
     def parent(self, node: Node) -> Node | None:
         """The parent, from the paths the identifier scans descended (``Node.parent``
@@ -161,11 +221,47 @@ class LocalArrayIndexing:
             elements = 1
             for d in arr.dims:
                 elements *= d
-            size = sizeof_type(arr.elem_type)
+            size = type_size(arr.elem_type, self.structs) or sizeof_type(arr.elem_type)
             facts = LocalArrayFacts(arr, elements, size * elements if size else None)
+            facts.constant_table = self.constant_table(arr)
             _Indexer(self, fn, arr, facts).run()
             out.append(facts)
         return out
+
+    @cached_property
+    def structs(self):
+        from cudalint.model.types import struct_types
+        return struct_types(self.model.nodes("struct"))
+
+    def constant_table(self, arr: "ArrayDecl") -> bool:
+        """Initialised with a list of constants and never assigned an element again."""
+        key = arr.name_node.id
+        memo = self._tables
+        if key not in memo:
+            memo[key] = self._constant_table(arr)
+        return memo[key]
+
+    def _constant_table(self, arr: "ArrayDecl") -> bool:
+        init = None
+        for d in arr.node.children_by_field_name("declarator"):
+            if d.type == "init_declarator" and \
+                    _declared_name(d.child_by_field_name("declarator")) == arr.name:
+                init = d.child_by_field_name("value")
+        if init is None or init.type != "initializer_list" or not init.named_children:
+            return False
+        for v in init.named_children:
+            if v.type == "comment":
+                continue
+            if v.type not in ("number_literal", "char_literal", "true", "false") and not (
+                    v.type == "unary_expression" and v.named_children and
+                    v.named_children[0].type == "number_literal"):
+                return False
+        fn = arr.function
+        if fn is None:
+            return False
+        sites = self._modification_sites(fn)
+        prefix = arr.name + "["
+        return not any(k.replace(" ", "").startswith(prefix) for k in sites)
 
 
 class _Indexer:
@@ -177,6 +273,7 @@ class _Indexer:
         self.facts = facts
         self.env = fn.constants
         self.params = {p.name for p in fn.params}
+        self.visiting: set[str] = set()
 
     @cached_property
     def uses(self) -> list[Node] | None:
@@ -246,6 +343,8 @@ class _Indexer:
                 return "dynamic", f"`{text(n)}`", "thread"
             return "unknown", "", ""
         if t == "subscript_expression":
+            if self.table_element(n, depth):
+                return "static", "", ""
             return "dynamic", f"a value loaded from memory (`{text(n)}`)", "memory"
         if t == "pointer_expression":
             return "dynamic", f"a value loaded from memory (`{text(n)}`)", "memory"
@@ -261,6 +360,20 @@ class _Indexer:
                 return "dynamic", f"`{text(n)}`", "thread"
             return "unknown", "", ""
         return "unknown", "", ""
+
+    def table_element(self, n: Node, depth: int) -> bool:
+        """``tbl[i]`` where ``tbl`` is a local table of constants of this function and
+        every index is static: a constant once the loops around it unroll."""
+        arg = n.child_by_field_name("argument")
+        idx = n.child_by_field_name("indices")
+        if arg is None or arg.type != "identifier" or idx is None:
+            return False
+        name = text(arg)
+        tables = [a for a in self.owner.model.local_arrays
+                  if a.name == name and a.function is self.fn]
+        if len(tables) != 1 or not self.owner.constant_table(tables[0]):
+            return False
+        return all(self.classify(c, depth + 1)[0] == "static" for c in idx.named_children)
 
     @staticmethod
     def combine(parts: list[tuple[str, str, str]]) -> tuple[str, str, str]:
@@ -283,55 +396,97 @@ class _Indexer:
         loop = self.loop_of_counter(n, name)
         if loop is not None:
             trip = self.trip_count(loop, name)
-            if trip is None or _unroll_one(loop):
-                if _unroll_one(loop):
-                    return "dynamic", f"the counter `{name}` of a loop kept rolled by " \
-                                      "`#pragma unroll 1`", "counter"
-                return "unknown", "", ""        # nvcc may bound it by the array size
+            if _unroll_one(loop):
+                return "dynamic", f"the counter `{name}` of a loop kept rolled by " \
+                                  "`#pragma unroll 1`", "counter"
+            if trip is None:
+                if self.modified_in_loop(loop, name):
+                    return "unknown", "", ""
+                # up to 16 elements nvcc bounds the loop by the array and unrolls it
+                return "dynamic", f"the counter `{name}` of a loop with a run-time trip " \
+                                  "count", "runtime_counter"
+            if trip >= ROLLED_TRIP and not _unroll_pragma(loop):
+                return "dynamic", f"the counter `{name}` of a {trip}-iteration loop that " \
+                                  "nvcc does not unroll fully", "counter"
+            if trip > UNROLLED_TRIP and not _unroll_pragma(loop):
+                return "unknown", "", ""        # between the measured trip counts
             return "static", "", ""
-        init = self.single_definition(name, n)
-        if init is None:
+        if name in self.visiting:
+            return "static", "", ""             # `c = c + 1`: the other parts decide
+        defs = self.definitions(name)
+        if defs is None:
             return "unknown", "", ""
-        kind, why, source = self.classify(init, depth + 1)
-        if kind == "dynamic":
+        self.visiting.add(name)
+        try:
+            parts = []
+            for kind, node in defs:
+                if kind == "update":
+                    runtime, _ = self.loop_context(node)
+                    parts.append(("dynamic", f"`{name}`, stepped in a loop with a run-time "
+                                             "trip count", "runtime_counter") if runtime
+                                 else ("static", "", ""))
+                else:
+                    parts.append(self.classify(node, depth + 1))
+        finally:
+            self.visiting.discard(name)
+        kind, why, source = self.combine(parts)
+        if kind == "dynamic" and not why.startswith(f"`{name}`"):
             return kind, f"`{name}` (from {why})", source
         return kind, why, source
 
-    def single_definition(self, name: str, use: Node) -> Node | None:
-        """The initializer of a local that is declared once and never assigned again."""
+    def definitions(self, name: str) -> list[tuple[str, Node]] | None:
+        """Every value a local takes: ("value", initializer or right side of an
+        assignment) and ("update", ``++``/``--``); None when it is declared more than once
+        or never given a value, or initialised from a list or a constructor."""
         key = (self.fn.node.id, name)
         memo = self.owner._definitions
         if key not in memo:
-            memo[key] = self._single_definition(name)
+            memo[key] = self._all_definitions(name)
         return memo[key]
 
-    def _single_definition(self, name: str) -> Node | None:
-        init = None
-        count = 0
+    def _all_definitions(self, name: str) -> list[tuple[str, Node]] | None:
+        out: list[tuple[str, Node]] = []
+        declared = 0
         stack = [self.fn.body]
         while stack:
             node = stack.pop()
-            if node.type == "init_declarator":
+            t = node.type
+            if t == "init_declarator":
                 d = node.child_by_field_name("declarator")
                 if d is not None and d.type == "identifier" and text(d) == name:
-                    count += 1
-                    init = node.child_by_field_name("value")
-            elif node.type == "assignment_expression":
-                left = node.child_by_field_name("left")
-                if left is not None and left.type == "identifier" and text(left) == name:
-                    return None
-            elif node.type == "update_expression":
-                arg = node.child_by_field_name("argument")
-                if arg is not None and text(arg) == name:
-                    return None
-            elif node.type == "declaration":
+                    declared += 1
+                    value = node.child_by_field_name("value")
+                    if value is None or value.type in ("argument_list", "initializer_list"):
+                        return None
+                    out.append(("value", value))
+            elif t == "declaration":
                 for d in node.children_by_field_name("declarator"):
                     if d.type == "identifier" and text(d) == name:
-                        count += 2          # declared without a value
+                        declared += 1
+            elif t == "assignment_expression":
+                left = node.child_by_field_name("left")
+                if left is not None and left.type == "identifier" and text(left) == name:
+                    right = node.child_by_field_name("right")
+                    if right is None:
+                        return None
+                    out.append(("value", right))
+            elif t == "update_expression":
+                arg = node.child_by_field_name("argument")
+                if arg is not None and text(arg) == name:
+                    out.append(("update", node))
+            elif t in ("pointer_expression", "reference_declarator"):
+                # `&c` passed somewhere may change it
+                if t == "pointer_expression" and text(node.child_by_field_name("operator")) \
+                        == "&" and text(node.child_by_field_name("argument")) == name:
+                    return None
             stack.extend(node.named_children)
-        if count != 1 or init is None or init.type in ("argument_list", "initializer_list"):
+        if declared != 1 or not out:
             return None
-        return init
+        return out
+
+    def modified_in_loop(self, loop: Node, name: str) -> bool:
+        body = loop.child_by_field_name("body")
+        return body is not None and self.owner.modified_within(self.fn, name, body)
 
     # ---- loops -----------------------------------------------------------------------
     def nearest_loop(self, node: Node) -> Node | None:
@@ -385,6 +540,9 @@ class _Indexer:
         if init is None or cond is None or upd is None:
             return None
         start = None
+        if init.type == "assignment_expression" and \
+                text(init.child_by_field_name("left")) == name:
+            start = eval_int(text(init.child_by_field_name("right")), self.env)
         for d in init.children_by_field_name("declarator"):
             if d.type == "init_declarator" and text(d.child_by_field_name("declarator")) \
                     == name:
@@ -434,7 +592,8 @@ class _Indexer:
             if lp.type == "for_statement":
                 counter = _counter_name(lp)
                 trip = self.trip_count(lp, counter) if counter else None
-                if trip is None or _unroll_one(lp):
+                if trip is None or _unroll_one(lp) or (
+                        trip >= ROLLED_TRIP and not _unroll_pragma(lp)):
                     runtime, repeat = True, None
                 elif repeat is not None:
                     repeat *= trip
@@ -458,6 +617,10 @@ def _is_store(node: Node, parent: "Callable[[Node], Node | None]") -> bool:
 
 
 def _declares(init: Node, name: str) -> bool:
+    if init.type == "assignment_expression":           # `int j; for (j = 0; ...)`
+        left = init.child_by_field_name("left")
+        return left is not None and text(left) == name and \
+            text(init.child_by_field_name("operator")) == "="
     if init.type != "declaration":
         return False
     for d in init.children_by_field_name("declarator"):
@@ -468,6 +631,10 @@ def _declares(init: Node, name: str) -> bool:
 
 def _counter_name(loop: Node) -> str | None:
     init = loop.child_by_field_name("initializer")
+    if init is not None and init.type == "assignment_expression" and \
+            text(init.child_by_field_name("operator")) == "=":
+        left = init.child_by_field_name("left")
+        return text(left) if left is not None and left.type == "identifier" else None
     if init is None or init.type != "declaration":
         return None
     ds = [d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"]
@@ -495,3 +662,21 @@ def _unroll_one(loop: Node) -> bool:
         prev = prev.prev_sibling
     return prev is not None and prev.type == "preproc_call" and \
         _UNROLL_ONE.match(text(prev).strip()) is not None
+
+
+_UNROLL_ANY = re.compile(r"#\s*pragma\s+unroll\b")
+
+
+def _unroll_pragma(loop: Node) -> bool:
+    """``#pragma unroll`` (any count) right before the loop."""
+    prev = loop.prev_sibling
+    while prev is not None and prev.type == "comment":
+        prev = prev.prev_sibling
+    return prev is not None and prev.type == "preproc_call" and \
+        _UNROLL_ANY.match(text(prev).strip()) is not None
+
+
+def _declared_name(d: Node | None) -> str | None:
+    while d is not None and d.type != "identifier":
+        d = d.child_by_field_name("declarator")
+    return text(d) if d is not None else None
