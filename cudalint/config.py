@@ -49,6 +49,8 @@ class Settings:
     severity: tuple[tuple[str, str], ...] = ()
     ptxas: PtxasSettings = field(default_factory=PtxasSettings)
     defines: tuple[tuple[str, int], ...] = ()       # -D values assumed for every unit
+    # folders searched for quoted includes after the includer's own (project/index.py)
+    include_dirs: tuple[str, ...] = ()
     parse_notices: bool = False     # CL000 for each kernel with a region tree-sitter can't read
     # a project's own CUDA compile wrappers: ((qualified name, ((field, value), ...)), ...)
     python_compile_apis: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
@@ -242,6 +244,7 @@ OPTIONS = {
     "severity": ("severity", _severity),
     "ptxas": ("ptxas", _ptxas),
     "defines": ("defines", _defines),
+    "include-dirs": ("include_dirs", _str_list),
     "parse-notices": ("parse_notices", _bool),
     "python-compile-apis": ("python_compile_apis", _compile_apis),
 }

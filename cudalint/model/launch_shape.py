@@ -78,9 +78,11 @@ def launch_bounds_threads(fn: "Function") -> int | None:
 @dataclass(frozen=True)
 class BlockShape:
     dims: tuple[int, int, int]
-    source: str          # "launch" | "python-launch" | "launch_bounds" | "config"
+    source: str          # "launch" | "project-launch" | "python-launch" |
+                         # "launch_bounds" | "config"
     # the file line the shape was read from, computed only when a message needs it
     where: Callable[[], int | None] | None = field(default=None, compare=False, repr=False)
+    file: str | None = field(default=None, compare=False)   # a launch in another file
 
     @property
     def line(self) -> int | None:
@@ -98,6 +100,7 @@ class BlockShape:
             shown.pop()
         dims = "x".join(map(str, shown))
         where = {"launch": "the launch", "python-launch": "the Python launch",
+                 "project-launch": f"the launch in {self.file}",
                  "launch_bounds": "__launch_bounds__",
                  "config": "the block-size setting"}.get(self.source, self.source)
         at = f" at line {self.line}" if self.line is not None else ""
@@ -116,6 +119,17 @@ def block_shape(ctx: "UnitContext", fn: "Function") -> BlockShape | None:
         return BlockShape(shapes.pop(), "launch", cache(lambda: _line(ctx, first)))
     if len(shapes) > 1:
         return None
+    # launches in other files of the project (or through a function pointer): all of
+    # one shape, or none is assumed (project/index.py finds them)
+    elsewhere = [l for l in getattr(ctx.unit, "launches", None) or []
+                 if l.kernel == fn.name and checked_block(l.block) is not None]
+    if elsewhere:
+        if len({l.block for l in elsewhere}) > 1:
+            return None
+        first = elsewhere[0]
+        shown = _shown(ctx, first.file)        # None: this file (a function pointer)
+        return BlockShape(first.block, "launch" if shown is None else "project-launch",
+                          lambda: first.line, file=shown)
     emb = getattr(ctx.unit, "embedded", None)
     if emb is not None:
         py = set()
@@ -144,6 +158,19 @@ def block_shape(ctx: "UnitContext", fn: "Function") -> BlockShape | None:
     if configured is not None:          # checked when the setting is read, and again here
         return BlockShape(configured, "config")
     return None
+
+
+def _shown(ctx: "UnitContext", path: str) -> str | None:
+    """Another file's path as messages show it (relative to the unit's file); None for
+    the unit's own file."""
+    import os
+    here = os.path.abspath(ctx.unit.file.path)
+    if os.path.abspath(path) == here:
+        return None
+    try:
+        return os.path.relpath(path, os.path.dirname(here))
+    except ValueError:
+        return path
 
 
 def _line(ctx: "UnitContext", byte: int) -> int | None:
