@@ -27,7 +27,14 @@ def applicable(d: Diagnostic, unsafe: bool) -> bool:
 
 def apply_edits(text: str, diagnostics: list[Diagnostic], unsafe: bool) -> tuple[str, int]:
     """Apply every fix that does not overlap an earlier one; returns (text, fixes applied)."""
-    chosen: list[tuple[Edit, ...]] = []
+    new, count, _ = apply_edits_of(text, diagnostics, unsafe)
+    return new, count
+
+
+def apply_edits_of(text: str, diagnostics: list[Diagnostic], unsafe: bool
+                   ) -> tuple[str, int, list[Diagnostic]]:
+    """:func:`apply_edits`, and the diagnostics whose fixes were applied."""
+    chosen: list[Diagnostic] = []
     taken: list[tuple[int, int]] = []
     for d in sorted((d for d in diagnostics if applicable(d, unsafe)),
                     key=lambda d: min(e.start for e in d.fix.edits)):
@@ -36,12 +43,12 @@ def apply_edits(text: str, diagnostics: list[Diagnostic], unsafe: bool) -> tuple
                for ts, te in taken):
             continue
         taken.extend(spans)
-        chosen.append(d.fix.edits)
-    edits = sorted((e for group in chosen for e in group), key=lambda e: (e.start, e.end),
+        chosen.append(d)
+    edits = sorted((e for d in chosen for e in d.fix.edits), key=lambda e: (e.start, e.end),
                    reverse=True)
     for e in edits:
         text = text[:e.start] + e.content + text[e.end:]
-    return text, len(chosen)
+    return text, len(chosen), chosen
 
 
 def parse_quality(text: str, kind: str) -> int:
@@ -67,19 +74,53 @@ def parse_quality(text: str, kind: str) -> int:
     return count
 
 
+def finding_key(d: Diagnostic, text: str) -> tuple[str, str]:
+    """What identifies a finding from one pass to the next, when edits elsewhere moved it
+    (and changed the line numbers in its message): its code and the text it covers."""
+    return d.code, text[d.start_offset:d.end_offset]
+
+
 def fix_text(path: str, text: str, settings: Settings, kind: str, unsafe: bool
              ) -> tuple[str, int]:
-    """Fixed text and the number of fixes applied (0 and the original if none is safe)."""
+    """Fixed text and the number of fixes applied (0 and the original if none is safe).
+
+    Passes repeat for fixes that overlapped an applied one (and for findings a fix
+    uncovers), but each finding is fixed at most once: a fix whose finding is still
+    there after it was applied did not work, and applying it again would only stack the
+    same edit (issue 25: a CL101 `__syncwarp();` inserted 10 times a run, every run).
+    Findings are told apart by :func:`finding_key`; of the findings sharing a key, no
+    more fixes are applied over the passes than the most that one pass reported."""
     original_quality = parse_quality(text, kind)
     total = 0
     current = text
+    applied: dict[tuple[str, str], int] = {}
+    most: dict[tuple[str, str], int] = {}
     for _ in range(MAX_PASSES):
         result = lint_text(path, current, settings, kind)
-        new, count = apply_edits(current, result.diagnostics, unsafe)
+        seen: dict[tuple[str, str], int] = {}
+        fixable = []
+        for d in result.diagnostics:
+            if not applicable(d, unsafe):
+                continue
+            key = finding_key(d, current)
+            seen[key] = seen.get(key, 0) + 1
+            fixable.append((key, d))
+        for key, n in seen.items():
+            most[key] = max(most.get(key, 0), n)
+        left = {key: most[key] - applied.get(key, 0) for key in seen}
+        chosen = []
+        for key, d in fixable:
+            if left[key] > 0:
+                left[key] -= 1
+                chosen.append(d)
+        new, count, used = apply_edits_of(current, chosen, unsafe)
         if count == 0 or new == current:
             break
         if parse_quality(new, kind) > original_quality:
             break                   # never leave a file that parses worse than before
+        for d in used:
+            key = finding_key(d, current)
+            applied[key] = applied.get(key, 0) + 1
         current, total = new, total + count
     return current, total
 

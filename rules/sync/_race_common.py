@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from cudalint.analysis.sync.cfg import BodyQueries
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.analysis.sync.races import Race, RaceAnalysis
+from cudalint.analysis.sync.warp_reach import partial_warp_reason
 from cudalint.parse import text
 
 
@@ -244,7 +245,8 @@ def split_step(stmt, races: list[Race], name: str, indent: str) -> str | None:
 
 def exchange_fix(ctx, ex: Exchange, taken: set[str]):
     """(description, edits) that put a ``__syncwarp()`` between every racing pair of
-    ``ex``, or None when one of its statements cannot be rewritten. Temporaries are
+    ``ex``, or None when one of its statements cannot be rewritten or is not reached by
+    whole warps (:func:`~cudalint.analysis.sync.warp_reach.partial_warp_reason`). Temporaries are
     named ``<array>_step<n>``, numbered per kernel (not by line, so that a fix does not
     change when lines move) past the names in ``taken`` (updated: the fixes of one run
     may all be applied together)."""
@@ -266,6 +268,11 @@ def exchange_fix(ctx, ex: Exchange, taken: set[str]):
     for sid in sorted(set(split) | set(before), key=lambda i: (split.get(i) or
                                                                (before[i],))[0].start_byte):
         stmt = split[sid][0] if sid in split else before[sid]
+        # the __syncwarp() goes beside the statement: every live lane of a warp must
+        # reach it (a full mask that part of a warp reaches is undefined); else no fix
+        if partial_warp_reason(ctx, ex.race.kernel, stmt, ex.race.block) is not None:
+            taken.difference_update(names)
+            return None
         line_start = data.rfind(b"\n", 0, stmt.start_byte) + 1
         indent = data[line_start:stmt.start_byte]
         if indent.strip():

@@ -53,7 +53,10 @@ class WarpSynchronousSharedMemory(Rule):
     (`auto s_step1 = s[tid] + s[tid + 16]; __syncwarp(); s[tid] = s_step1;`) and inserts
     `__syncwarp();` before every step that reads what an earlier step wrote. It is
     unsafe: `__syncwarp()` with the full mask must be reached by every lane of the warp
-    (not under `if (lane < 16)`). No fix is offered when a step has another form.
+    that has not exited. No fix is offered when a step has another form, or when a
+    `__syncwarp()` would land where part of a warp may not arrive: under a condition that
+    splits warps (`if (threadIdx.x > i)`, `if (lane < 16)`; `if (tid < 32)` keeps whole
+    warps), or after a `break`/`continue` some lanes take; the finding stays.
 
     ## References
     - Tuning CUDA Applications for Kepler, 1.4.9 "Warp-synchronous Programming", in

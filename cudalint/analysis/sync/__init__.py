@@ -2,6 +2,8 @@
 
 - ``cfg``: barriers, warp intrinsics and the control statements around them.
 - ``divergence``: which values and conditions depend on the thread (CL103).
+- ``warp_reach``: whether every live lane of a warp reaches a statement (where CL101's
+  fix may put a full-mask ``__syncwarp()``).
 - ``races``: the facade the rules read (``RaceAnalysis``, ``Race``, ``MaskMismatch``):
   runs chosen warps of each kernel's block statement by statement and reports the
   shared-memory races every run agrees on (CL101, CL102), the barriers reached by only
