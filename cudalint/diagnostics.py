@@ -32,7 +32,8 @@ class Fix:
 
 @dataclass
 class Finding:
-    """A rule's report, located in its unit (byte offsets into the unit's UTF-8 text)."""
+    """A rule's report, located in its unit (byte offsets into the unit's UTF-8 text), or
+    in its file (``in_file``)."""
     start: int
     end: int
     message: str
@@ -40,10 +41,18 @@ class Finding:
     fix: Fix | None = None
     code: str = ""                        # filled by the engine from the rule
     severity: str | None = None           # None: the rule's configured severity
+    # start/end are character offsets in the file, not bytes of the unit: a place outside
+    # the unit's text (the Python call that launches an embedded kernel); no fix
+    in_file: bool = False
 
     @classmethod
     def at(cls, node: Node, message: str, **kw: Any) -> "Finding":
         return cls(start=node.start_byte, end=node.end_byte, message=message, **kw)
+
+    @classmethod
+    def in_file_at(cls, start: int, end: int, message: str, **kw: Any) -> "Finding":
+        """A finding at file characters ``[start, end)`` (see ``in_file``)."""
+        return cls(start=start, end=end, message=message, in_file=True, **kw)
 
 
 @dataclass

@@ -183,13 +183,16 @@ def _run(rule: type[Rule], ctx, unit: Unit | None, findings: list, notices: list
 
 def _to_diagnostic(rule: type[Rule], f: Finding, unit: Unit | None, file: SourceFile,
                    settings: Settings) -> Diagnostic:
-    if unit is not None:
+    if unit is not None and f.in_file:         # a place in the file outside the unit
+        start = max(0, min(f.start, len(file.text)))
+        end = max(start, min(f.end, len(file.text)))
+    elif unit is not None:
         start, end = unit.file_span(f.start, f.end)
     else:
         start, end = f.start, max(f.start, f.end)
     row, col = file.position(start)
     end_row, end_col = file.position(end)
-    fix = _map_fix(f.fix, unit) if f.fix is not None else None
+    fix = _map_fix(f.fix, unit) if f.fix is not None and not f.in_file else None
     d = Diagnostic(code=rule.code, name=rule.name, message=f.message,
                    severity=f.severity or settings.severity_of(rule.code, rule.severity),
                    filename=file.path, row=row, column=col, end_row=end_row,

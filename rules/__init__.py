@@ -6,4 +6,5 @@
 * ``ptxas``: registers and occupancy from ptxas (CL3xx)
 * ``fp``: floating point and build flags (CL4xx)
 * ``shapes``: tensor-core friendly shapes in Python model code (CL5xx)
+* ``launch``: launch configurations no GPU runs (CL6xx)
 """

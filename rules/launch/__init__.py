@@ -1,0 +1,1 @@
+"""launch rules: launch configurations no GPU runs (CL6xx)."""
