@@ -65,12 +65,12 @@ MANY_MIN_ELEMENTS = 16
 BIG_BYTES = 512
 _WORD_TYPES = frozenset({"float", "int", "unsigned", "unsigned int", "uint32_t", "int32_t",
                          "float2", "float3", "float4", "int2", "int3", "int4", "uint2",
-                         "uint3", "uint4", "signed", "signed int", "uint", "long"})
+                         "uint3", "uint4", "signed", "signed int", "uint"})
 _NARROW_OR_WIDE = frozenset({"char", "unsigned char", "signed char", "uint8_t", "int8_t",
                              "bool", "short", "unsigned short", "int16_t", "uint16_t",
                              "double", "long long", "unsigned long long", "int64_t",
-                             "uint64_t", "size_t", "__half", "half", "__nv_bfloat16",
-                             "double2"})
+                             "uint64_t", "size_t", "long", "unsigned long", "__half",
+                             "half", "__nv_bfloat16", "double2"})
 _MAX_TRIP = 1 << 16
 _TARGETS = """
 (assignment_expression left: _ @t)
