@@ -284,6 +284,13 @@ def _check(args) -> int:
         from cudalint.fixes import fix_text, unified_diff
         name = args.stdin_filename or "-"
         data = sys.stdin.buffer.read()
+        from cudalint.discovery import unsupported
+        why = unsupported(name)
+        if why is not None:          # not CUDA: nothing to say, the text goes back as is
+            print(f"cudalint: warning: {name}: {why}; skipped", file=sys.stderr)
+            if args.fix and not args.diff:
+                sys.stdout.buffer.write(data)
+            return 0
         path = Path(name)
         settings = resolver.for_path(path if args.stdin_filename else Path.cwd() / "_")
         kind = file_kind(name) or "cuda"
@@ -313,11 +320,15 @@ def _check(args) -> int:
             import time
             from cudalint.runner import Lookup
             lookup = Lookup(time.time_ns())
+        skipped: list[tuple[str, str]] = []
         try:
             targets = discover(paths, resolver,
-                               includes=lookup.includes if lookup is not None else None)
+                               includes=lookup.includes if lookup is not None else None,
+                               skipped=skipped)
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
+        for shown, why in skipped:
+            print(f"cudalint: warning: {shown}: {why}; skipped", file=sys.stderr)
         if args.force_exclude:
             from cudalint.discovery import _excluded
             targets = [t for t in targets if not _excluded(t.path, t.settings)]

@@ -1,6 +1,10 @@
 """Which files to lint: walk the given paths, honour ``exclude`` and ``.gitignore``
 (nested ones too, through pathspec), and add the local headers that ``.cu`` files include.
-Files named explicitly on the command line are always linted (like ruff).
+Files named explicitly on the command line are always linted (like ruff), as CUDA when
+their kind is unknown -- except the kinds of :data:`UNSUPPORTED`: a Jupyter notebook is
+JSON, not CUDA, so one named on the command line is skipped with a one-line warning
+(``cudalint: warning: nb.ipynb: ...; skipped``) until notebooks are read (issue 16), as a
+folder run skips it silently. The warning changes no exit status.
 """
 from __future__ import annotations
 
@@ -17,6 +21,14 @@ from cudalint.config import ConfigResolver, Settings
 from cudalint.sources.base import HEADER_SUFFIXES, file_kind
 
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+# suffixes of files that are never linted, even when named: why, for the warning
+UNSUPPORTED = {".ipynb": "Jupyter notebooks are not linted yet"}
+
+
+def unsupported(name: str | Path) -> str | None:
+    """Why a file named on the command line (or as ``--stdin-filename``) is not linted;
+    None when it is."""
+    return UNSUPPORTED.get(os.path.splitext(os.fspath(name))[1].lower())
 
 
 @dataclass(frozen=True)
@@ -181,10 +193,12 @@ def _kind_of(name: str) -> str | None:
 
 
 def discover(paths: list[str], resolver: ConfigResolver,
-             includes: Callable[[Path, Settings], list[Path]] | None = None
-             ) -> list[Target]:
+             includes: Callable[[Path, Settings], list[Path]] | None = None,
+             skipped: list[tuple[str, str]] | None = None) -> list[Target]:
     """``includes``: finds a .cu file's local headers in place of :func:`_local_includes`
-    (the runner's cache lookup remembers them for unchanged files)."""
+    (the runner's cache lookup remembers them for unchanged files). ``skipped`` receives
+    (display name, why) for each file named explicitly that is not linted
+    (:func:`unsupported`)."""
     seen: set[str] = set()
     targets: list[Target] = []
     gitignores = _GitIgnores()
@@ -203,6 +217,11 @@ def discover(paths: list[str], resolver: ConfigResolver,
     for raw in paths:
         root = Path(raw)
         if root.is_file():
+            why = unsupported(root)
+            if why is not None:
+                if skipped is not None:
+                    skipped.append((_display(root), why))
+                continue
             kind = file_kind(root) or ("cuda" if root.suffix.lower() in HEADER_SUFFIXES
                                        else None)
             add(root, kind or "cuda")
