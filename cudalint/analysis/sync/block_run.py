@@ -13,6 +13,7 @@ sample of the figures it cannot know (:data:`SAMPLES`) and per block shape
 """
 from __future__ import annotations
 
+import re
 from itertools import repeat
 from operator import is_
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,7 @@ GUESSED_BLOCKS = ((128, 1, 1), (256, 1, 1))
 
 
 _BIN = bytes.maketrans(b"\x00\x01", b"01")
+_SIDE_EFFECT = re.compile(r"\+\+|--|[^=!<>]=(?!=)|\(")
 
 
 def _chosen_warps(nwarps: int) -> list[int]:
@@ -310,6 +312,8 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
         cond, cons, alt = aux
         v = self.eval(cond, act)
         tm, fm, um = self.split(v, act)
+        if um and self._shared_select(node):
+            return self._select(node, cons, alt, tm, fm, um)
         saved = self.maybe
         self.maybe |= um
         try:
@@ -324,6 +328,34 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
             self.ghost |= lost
             out |= lost & act
         return out
+
+    def _shared_select(self, node: Node) -> bool:
+        """A compare-and-select branch (:meth:`UnitMemo.select_branch`) whose condition
+        reads only ``__shared__`` arrays."""
+        names = self.memo.select_branch(node.ts)
+        if not names:
+            return False
+        for name in names:
+            found, v = self.lookup(name)
+            if name not in self.shared or (found and not isinstance(v, SPtr)):
+                return False
+        return True
+
+    def _select(self, node: Node, cons: Node | None, alt: Node | None, tm: int, fm: int,
+                um: int) -> int:
+        """A compare-and-select on shared values the run does not know: for each thread
+        some data takes either side, so both sides run for it as known paths (a warp
+        argmin's lane t+k writes d[t+k] while lane t reads it: a race for the data where
+        lane t+k takes the branch). Locals either side assigns are unknown after."""
+        if cons is not None and tm | um:
+            self.exec(cons, tm | um)
+        if alt is not None and fm | um:
+            self.exec(alt, fm | um)
+        for name in self.memo.assigned_names(node.ts):
+            found, _ = self.lookup(name)
+            if found:
+                self.assign(name, None, um)
+        return tm | fm | um
 
     def exec_loop(self, node: Node, act: int) -> int:
         t = node.type
@@ -447,6 +479,12 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
                     v = None
             else:
                 v = self.eval(value, act)
+                if v is None and not ptr and not ref and is_int_type(type_text) and \
+                        self._uniform_global_load(value, act):
+                    # one count per block read from memory (`int m = cnt[blockIdx.x]`):
+                    # unknown but the same in every thread, so it gets the sample
+                    # figure an integer parameter gets
+                    v = self.param_value
             if ref:
                 v = None
             elif not ptr and isinstance(v, (SPtr, GPtr)) and "auto" not in type_text:
@@ -457,6 +495,28 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
             elif ptr and isinstance(v, SPtr):
                 v = self.decay(v, clean(type_text))
             scope[name] = v        # a new variable: only the active threads see it
+
+    def _uniform_global_load(self, node: Node, act: int) -> bool:
+        """``node`` loads global memory at an index the same for every active thread."""
+        node = unwrap(node)
+        if node.type != "subscript_expression":
+            return False
+        base = node.child_by_field_name("argument")
+        idx = node.child_by_field_name("indices")
+        if base is None or idx is None or unwrap(base).type != "identifier":
+            return False
+        inner = [c for c in idx.named_children if c.type != "comment"]
+        if len(inner) != 1 or _SIDE_EFFECT.search(text(inner[0])):
+            return False
+        if not isinstance(self.eval(base, act), GPtr):
+            return False
+        v = self.eval(inner[0], act)
+        if isinstance(v, int):
+            return True
+        if isinstance(v, tuple):
+            seen = {v[i] for i in self.bits(act)}
+            return len(seen) == 1 and None not in seen
+        return False
 
     def decay(self, v: SPtr, elem: str) -> SPtr | None:
         """A shared array or pointer converted to ``elem*`` (arrays decay to their

@@ -38,6 +38,7 @@ class UnitMemo:
         self._fn_re = None
         self._reach: dict[int, set[str]] = {}
         self.shared_names: set[str] = set()
+        self._selects: dict[int, frozenset[str] | None] = {}
 
     def syntax(self, body: Node) -> Syn:
         s = self._syntax.get(body.id)
@@ -54,6 +55,17 @@ class UnitMemo:
             names = self._assigned[node.id] = [
                 _ts_text(i) for i in caps.get("a", []) + caps.get("u", [])]
         return names
+
+    def select_branch(self, node: Node) -> frozenset[str] | None:
+        """For an if statement of the compare-and-select shape of a warp argmin or
+        argmax, ``if (d[t] > d[t + k]) { d[t] = d[t + k]; idx[t] = idx[t + k]; }``: the
+        arrays its condition reads. The condition reads array elements and calls
+        nothing; each side holds only assignments (no call, no other statement), and
+        one of them writes an array the condition reads. Else None."""
+        if node.id in self._selects:
+            return self._selects[node.id]
+        found = self._selects[node.id] = _select_shape(node)
+        return found
 
     def function_names_re(self, functions):
         """A regex of the unit's device function names (memoised)."""
@@ -132,3 +144,48 @@ class UnitMemo:
             caps = self._queries(body) if self._queries is not None else None
             g = self._groups[body.id] = group_handles(body, caps)
         return g
+
+
+_SELECT_STATEMENTS = ("compound_statement", "expression_statement", "comment")
+
+
+def _select_shape(node: Node) -> frozenset[str] | None:
+    cond = node.child_by_field_name("condition")
+    cons = node.child_by_field_name("consequence")
+    if cond is None or cons is None:
+        return None
+    found = captures("(subscript_expression argument: (_) @base) @sub (call_expression) @call "
+                     "(assignment_expression) @assign (update_expression) @update", cond)
+    if found.get("call") or found.get("assign") or found.get("update") or \
+            not found.get("sub"):
+        return None
+    if any(b.type != "identifier" for b in found.get("base", [])):
+        return None
+    read = frozenset(_ts_text(b) for b in found.get("base", []))
+    sides = [cons]
+    alt = node.child_by_field_name("alternative")
+    if alt is not None:
+        sides.extend(c for c in alt.named_children if c.type != "comment")
+    written: set[str] = set()
+    for side in sides:
+        stack = [side]
+        while stack:
+            cur = stack.pop()
+            if cur.type == "compound_statement":
+                stack.extend(cur.named_children)
+                continue
+            if cur.type == "comment":
+                continue
+            if cur.type != "expression_statement":
+                return None
+            inner = [c for c in cur.named_children if c.type != "comment"]
+            if len(inner) != 1 or inner[0].type != "assignment_expression":
+                return None
+            if captures("(call_expression) @c (update_expression) @u", inner[0]):
+                return None
+            left = inner[0].child_by_field_name("left")
+            if left is not None and left.type == "subscript_expression":
+                base = left.child_by_field_name("argument")
+                if base is not None and base.type == "identifier":
+                    written.add(_ts_text(base))
+    return read if read & written else None
