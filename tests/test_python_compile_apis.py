@@ -197,8 +197,12 @@ def test_unread_reasons():
             return cupy.RawKernel(src, 'k')
         m = cupy.RawModule(path='kernels.cubin')
         k = cupy.RawKernel(open('k.cu').read(), 'k')
+        from .sources import SRC
+        i = cupy.RawKernel(SRC, 'i')
         """)
     reasons = [u.reason for u in ex.unread]
+    assert reasons[3] == ("`SRC` is imported from `.sources` (text from another module is "
+                          "not followed)")
     assert reasons[0] == ("`src` is a parameter of `make` (and no call of `make` in this "
                           "module passes known values)")
     assert "path=" in reasons[1] and "file" in reasons[2]
@@ -270,3 +274,32 @@ def test_unread_count_line_and_show_unread(tmp_path, monkeypatch, capsys):
         "(`path=`), not from a string"]
     main(["check", "k.py", "--output-format", "json", "--show-unread"])
     assert "unread" not in capsys.readouterr().out       # JSON stays JSON
+
+
+def test_hostile_generators_stay_cheap():
+    """Loops unrolled inside inlined calls inside loops multiply: a budget per call
+    stops them (listed with the reason), and what fits is still read."""
+    import time
+    src = textwrap.dedent("""
+        import cupy
+        def g(y):
+            u = ''
+            for d in range(64):
+                u += 'x%d' % d
+            return u
+        def f(x):
+            t = ''
+            for c in range(64):
+                t += g(c)
+            return t
+        s = ''
+        for a in range(64):
+            s += f(a)
+        k = cupy.RawKernel(s, 'k')
+        k3 = cupy.RawKernel(g(1), 'k')
+        """)
+    t0 = time.process_time()
+    ex = extract_python_units(src, "t.py")
+    assert time.process_time() - t0 < 2.0
+    assert [u.reason for u in ex.unread] == ["more than 4000 steps to follow"]
+    assert [len(k.text) for k in ex.kernels] == [182]

@@ -80,7 +80,7 @@ class Collector(LaunchReader, Snippets):
                             self.calls.append((sub, api, scope))
         self.calls.sort(key=lambda c: (c[0].lineno, c[0].col_offset))
         for call, api, scope in self.calls:
-            self.ex.why, self.ex.params_hit = None, False
+            self.ex.why, self.ex.params_hit, self.ex.steps = None, False, 0
             try:
                 found = self.kernels_of(call, api, scope)
                 if self.ex.params_hit and (not found or any(

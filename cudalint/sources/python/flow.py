@@ -116,7 +116,7 @@ class Flow:
         items = self.sequence(loop.iter, owner, depth + 1)
         if items is None:
             return None
-        out = MStr()
+        parts = []
         for item, item_scope in items:
             values = self.unpack(loop.target, item, item_scope)
             if values is None:
@@ -126,8 +126,8 @@ class Flow:
                     part = self.string(b.value, owner, depth + 1)
                     if part is None:
                         return None
-                    out = out + part
-        return out
+                    parts.append(part)
+        return MStr.concat(parts)
 
     def strings(self: "Extractor", expr: ast.expr, scope, depth: int) -> list[MStr] | None:
         """The strings of a sequence (what ``"".join`` receives)."""

@@ -25,6 +25,10 @@ _READERS = {"open", "io.open", "pkgutil.get_data", "codecs.open"}
 _READ_METHODS = {"read", "read_text", "read_bytes", "readlines"}
 
 MAX_DEPTH = 24          # name/expression resolution depth
+# string expressions followed for one compile call: loops unrolled inside inlined calls
+# inside loops multiply, and a hostile file must not make one call cost seconds (the
+# most a call of the corpus takes is 110, pycuda's and cupy's ndimage generators)
+MAX_STEPS = 4000
 
 
 class _Opaque:
@@ -49,6 +53,8 @@ class Extractor(Flow):
         self.aliases: dict[str, str] = {}
         self.why: str | None = None          # why the last resolution gave up
         self.params_hit = False               # it read a parameter of a function
+        self.steps = 0                        # string() calls for the current call
+        self._literals: dict[int, MStr | None] = {}   # a loop reads one literal often
         # (id(scope), name) -> (expression, its scope): arguments of an inlined call,
         # the current element of an unrolled loop
         self.bound: dict[tuple[int, str], tuple[ast.expr, Scope | None]] = {}
@@ -137,6 +143,13 @@ class Extractor(Flow):
                     self.fail(f"`{name}` is bound only after line {line}")
                     return None
                 last_plain = max((k for k, b in enumerate(cands) if not b.aug), default=-1)
+                imported = cands[last_plain].value if last_plain >= 0 else None
+                if isinstance(imported, (ast.Import, ast.ImportFrom)):
+                    where = "." * getattr(imported, "level", 0) + (
+                        getattr(imported, "module", None) or "")
+                    self.fail(f"`{name}` is imported{f' from `{where}`' if where else ''} "
+                              "(text from another module is not followed)")
+                    return None
                 if last_plain < 0 or cands[last_plain].value is None:
                     self.fail(f"`{name}` is bound to something read at run time "
                               "(an import, a loop variable, an unpacked value)")
@@ -177,6 +190,10 @@ class Extractor(Flow):
         if depth > MAX_DEPTH:
             self.fail("nested too deeply")
             return None
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            self.fail(f"more than {MAX_STEPS} steps to follow")
+            return None
         if isinstance(expr, ast.Constant):
             if isinstance(expr.value, str):
                 return self.literal(expr)
@@ -188,7 +205,7 @@ class Extractor(Flow):
             if found is None:
                 return None
             owner, binds = found
-            val = None
+            vals: list[MStr] = []
             k = 0
             while k < len(binds):
                 b = binds[k]
@@ -202,8 +219,8 @@ class Extractor(Flow):
                         if isinstance(b.value, ast.expr) else None
                 if part is None:
                     return None
-                val = part if val is None else val + part
-            return val
+                vals.append(part)
+            return MStr.concat(vals) if len(vals) > 1 else vals[0] if vals else None
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
             return self.concat(expr, scope, depth)
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod):
@@ -246,10 +263,10 @@ class Extractor(Flow):
                     if sep is not None else None
                 if parts is None:
                     return None
-                out: MStr | None = None
-                for part in parts:
-                    out = part if out is None else out + sep + part
-                return out if out is not None else MStr()
+                joined: list[MStr] = []
+                for k, part in enumerate(parts):
+                    joined.extend((sep, part) if k else (part,))
+                return MStr.concat(joined)
             if fn.attr in ("substitute", "safe_substitute"):
                 return self.substitute(expr, scope, depth)
         target = self.function_of(fn, scope)
@@ -319,6 +336,12 @@ class Extractor(Flow):
     # -- literal forms ------------------------------------------------------------------
 
     def literal(self, node: ast.Constant) -> MStr | None:
+        got = self._literals.get(id(node))
+        if got is None:
+            got = self._literals[id(node)] = self._literal(node)
+        return got
+
+    def _literal(self, node: ast.Constant) -> MStr | None:
         s, e = self.span(node)
         try:
             out = MStr()

@@ -82,8 +82,8 @@ class Scope:
                     if isinstance(n, ast.Name):
                         self._bind(n.id, st.lineno, None, False, None)
             elif isinstance(st, (ast.Import, ast.ImportFrom)):
-                for alias in st.names:
-                    self._bind((alias.asname or alias.name).split(".")[0], st.lineno, None,
+                for alias in st.names:   # bound to the import: only a reason reads it
+                    self._bind((alias.asname or alias.name).split(".")[0], st.lineno, st,
                                direct, loop)
             for name in ("body", "orelse", "finalbody"):
                 sub = getattr(st, name, None)
