@@ -14,7 +14,14 @@ class SharedBankConflict(Rule):
     bytes per lane, 2 for 8 bytes, 4 for 16 bytes). The lane addresses are computed from
     the kernel's block shape (launch site, Python launch call, `__launch_bounds__` or the
     `block-size` setting; the message says which), so padded tiles, XOR swizzles and
-    broadcasts get exact answers. 8- and 16-byte accesses are served in half- and
+    broadcasts get exact answers. (Revised 2026-11-24) A kernel that reads no thread
+    axis but `threadIdx.x` and whose block no launch gives is evaluated for any 1-D
+    block of 32 or more threads (its first warp is the same; `block_source` `any-1d`);
+    element types named through a `typedef`, a `using` alias or an object-like macro,
+    loop counters declared before their loop (`int j; for (j = 0; j < 32; ++j)
+    s[threadIdx.x][j] = ...`) and `dim3 threads(TILE, ROWS);` are followed. A row pitch
+    that is an unknown parameter is not reported: with a pitch of p words, every odd p
+    is conflict-free, so no degree holds for all but a few values. 8- and 16-byte accesses are served in half- and
     quarter-warp phases, as measured on an H100.
 
     When the degree depends on values the kernel receives it is reported only as a sure
@@ -80,7 +87,7 @@ def _remedy(access) -> str:
     arr = access.array
     if arr is not None and len(arr.dims) >= 2 and all(d is not None for d in arr.dims):
         dims = list(arr.dims)
-        elem = max(1, arr.elem_size or 4)
+        elem = max(1, arr.elem_size or access.width or 4)   # a typedef'd type: the lane's
         # one bank's worth of padding, or one whole vector for 8/16-byte lanes
         dims[-1] += max(1, max(access.width, 4) // elem)
         padded = "".join(f"[{d}]" for d in dims)

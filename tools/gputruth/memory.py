@@ -38,10 +38,12 @@ METRICS = [
     "smsp__sass_inst_executed_op_shared_st.sum",
 ]
 BUFFER_BYTES = 64 << 20
+RUNTIME_BLOCK = (128, 1, 1)     # what the driver launches where the block is a variable
 
 
 def kernels_of(path: Path) -> list[dict]:
     # the device machine may lack tree-sitter: it reads the plan written here by --plan
+    from cudalint.analysis.memory.lanes import _one_dimensional
     from cudalint.model.consteval import eval_int
     from cudalint.model.kernels import Model
     from cudalint.parse import parse, text
@@ -52,6 +54,9 @@ def kernels_of(path: Path) -> list[dict]:
         if launches:
             l = launches[0]
             block, grid = l.block, l.grid or (1, 1, 1)
+            if block is None and _one_dimensional(fn):
+                # a run-time block size: the figure holds for any 1-D block of 32+
+                block = RUNTIME_BLOCK
             smem = 0
             if len(l.config) > 2:
                 env = l.function.constants if l.function else model.constants

@@ -182,8 +182,10 @@ def wavefronts(row: list[int | None], width: int) -> int:
 # figures for the rules
 
 def _block_metrics(access: Access) -> dict:
-    # block_line is added by the rules for the findings they emit (mapping costs)
-    return {"block": list(access.block.dims), "block_source": access.block.source}
+    # block_line is added by the rules for the findings they emit (mapping costs);
+    # no block for a figure that holds for any 1-D block of 32 threads or more
+    dims = None if access.block.source == "any-1d" else list(access.block.dims)
+    return {"block": dims, "block_source": access.block.source}
 
 
 def block_line_metrics(access: Access) -> dict:

@@ -9,6 +9,7 @@ index). Anything it cannot follow raises ``Opaque``.
 """
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
@@ -97,6 +98,15 @@ class KernelLanes:
         return [(decl, _declared(decl)) for decl in self.fn.nodes_in("declaration")]
 
     # -- helpers --------------------------------------------------------------------
+    def type_size(self, name: str) -> int | None:
+        """sizeof a type: a built-in, a struct of the unit, or a name that a typedef, a
+        ``using`` alias or an object-like macro of the unit gives one of those."""
+        size = type_size(name, self.structs)
+        if size is None:
+            size = _alias_size(self.ctx, " ".join(name.replace("const", " ").split()),
+                               self.structs)
+        return size
+
     def const(self, v: int) -> tuple:
         return (v,) * self.n
 
@@ -177,7 +187,7 @@ class KernelLanes:
             return self._call(node)
         if t == "sizeof_expression":
             ty = node.child_by_field_name("type")
-            size = type_size(text(ty), self.structs) if ty is not None else None
+            size = self.type_size(text(ty)) if ty is not None else None
             if size is None:
                 raise Opaque(node)
             return self.const(size)
@@ -315,6 +325,9 @@ class KernelLanes:
                     elif op == "=" and init is None and len(writes) == 1 and \
                             _same_block(w, decl):
                         init = w.child_by_field_name("right")
+                    elif op == "=" and init is None and _loop_start(w, decl, writes):
+                        # `int j; for (j = 0; j < n; ++j)`: the loop's counter
+                        init = w.child_by_field_name("right")
                     else:
                         raise Opaque(use)
                 else:
@@ -329,7 +342,7 @@ class KernelLanes:
             if not increments:
                 return value
             if isinstance(value, Ptr):
-                raise Opaque(use)          # moving pointers: not followed
+                return value        # bumps in place: applied per use (_bumped)
             total = list(value)
             for k, (w, sign) in enumerate(increments):
                 if sign:
@@ -411,13 +424,13 @@ class KernelLanes:
             raise Opaque(node)
         base = tt.replace("*", " ").replace("const", " ").replace("volatile", " ")
         base = " ".join(base.replace("__restrict__", " ").split())
-        if type_size(base, self.structs) is None:
+        if self.type_size(base) is None:
             raise Opaque(node)
         p = self.pointer(value)
         return Ptr(p.space, p.region, p.offset, base, (), p.array)
 
     def _elem_size(self, p: Ptr, node: Node) -> int:
-        size = type_size(p.pointee, self.structs)
+        size = self.type_size(p.pointee)
         if size is None:
             raise Opaque(node)
         for d in p.dims[1:]:
@@ -435,16 +448,72 @@ class KernelLanes:
                 return self._array_ptr(arr)
             if decl.pointer != 1:
                 raise Opaque(node)
-            return self._decl_value(decl, node, self.pointer)
+            return self._bumped(decl.scope, decl.node.end_byte, node,
+                                self._decl_value(decl, node, self.pointer),
+                                assigned_once=decl.value is None)
         p = self.fn.param(name)
         if p is not None:
             if p.pointer_depth + int(p.is_array) != 1:
                 raise Opaque(node)
-            return Ptr("global", name, self.const(0), p.base_type)
+            ptr = Ptr("global", name, self.const(0), p.base_type)
+            if name in self.writes and self.fn.body is not None:
+                ptr = self._bumped(self.fn.body, self.fn.body.start_byte, node, ptr)
+            return ptr
         arr = self._shared_array(name, None)
         if arr is not None:
             return self._array_ptr(arr)
         raise Opaque(node)
+
+    def _bumped(self, scope: Node, after: int, use: Node, ptr: Ptr,
+                assigned_once: bool = False) -> Ptr:
+        """``ptr`` moved by the in-place bumps of the pointer named at ``use`` that run
+        before it (``p += i * 3; x = p[0];``): statements ``p += e``, ``p -= e``, ``++p``
+        of a block that holds the use, before it, in no loop of the kernel. Any other
+        write of the pointer (in a loop, a branch, ``p = q``) makes it opaque, but the
+        one assignment that gave a local declared without a value its value
+        (``assigned_once``: _decl_value_uncached allows only that one)."""
+        name = text(use)
+        writes = [w for w in self.writes.get(name, [])
+                  if scope.start_byte <= w.start_byte < scope.end_byte
+                  and w.start_byte >= after]
+        if not writes:
+            return ptr
+        body = self.fn.body
+        offset = ptr.offset
+        size = None
+        for w in writes:
+            if w.type == "update_expression":
+                step: tuple | None = self.const(
+                    1 if text(w.child_by_field_name("operator")) == "++" else -1)
+            elif w.type == "assignment_expression" and \
+                    text(w.child_by_field_name("operator")) in ("+=", "-="):
+                step = None
+            elif assigned_once and w.type == "assignment_expression" and \
+                    text(w.child_by_field_name("operator")) == "=":
+                continue                        # the value ptr already is
+            else:
+                raise Opaque(use)
+            stmt = w.parent
+            block = stmt.parent if stmt is not None and \
+                stmt.type == "expression_statement" else None
+            if block is None or block.type != "compound_statement" or \
+                    _in_loop(stmt, body):
+                raise Opaque(use)
+            if w.start_byte >= use.start_byte:
+                if _loop_around(use, body, w):
+                    raise Opaque(use)           # the next pass sees it
+                continue                        # after the use
+            if not block.start_byte <= use.start_byte < block.end_byte:
+                raise Opaque(use)               # on another path
+            if step is None:
+                step = self.int_value(w.child_by_field_name("right"))
+                if text(w.child_by_field_name("operator")) == "-=":
+                    step = tuple(map(neg, step))
+            if size is None:
+                size = self._elem_size(ptr, use)
+            offset = _plus_scaled(offset, step, size)
+        return Ptr(ptr.space, ptr.region, offset, ptr.pointee, ptr.dims, ptr.array,
+                   ptr.field)
 
     def _shared_array(self, name: str, decl_node: Node | None) -> "ArrayDecl | None":
         for a in self.ctx.model.shared_arrays:
@@ -458,7 +527,7 @@ class KernelLanes:
         return None
 
     def _array_ptr(self, arr: "ArrayDecl") -> Ptr:
-        if type_size(arr.elem_type, self.structs) is None:
+        if self.type_size(arr.elem_type) is None:
             raise Opaque(arr.node)
         return Ptr("shared", arr.name, self.const(0), arr.elem_type, tuple(arr.dims), arr)
 
@@ -501,7 +570,7 @@ class KernelLanes:
                 off = _VECTOR_FIELDS[fname] * type_size(ftype)  # type: ignore[operator]
             else:
                 raise Opaque(node)
-            fsize = type_size(ftype, self.structs)
+            fsize = self.type_size(ftype)
             if fsize is None:
                 raise Opaque(node)
             return Ptr(p.space, p.region, tuple(map(off.__add__, p.offset)), ftype, (),
@@ -600,6 +669,89 @@ def _declared(decl: Node) -> list[tuple[str, Node, int, Node | None]]:
         if cur is not None and cur.type == "identifier":
             out.append((text(cur), d, depth, value))
     return out
+
+
+_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+
+
+def _in_loop(node: Node, top: Node | None) -> bool:
+    cur = node.parent
+    while cur is not None and (top is None or cur.id != top.id):
+        if cur.type in _LOOPS:
+            return True
+        cur = cur.parent
+    return False
+
+
+def _loop_around(use: Node, top: Node | None, other: Node) -> bool:
+    """A loop holds both ``use`` and ``other``."""
+    cur = use.parent
+    while cur is not None and (top is None or cur.id != top.id):
+        if cur.type in _LOOPS and cur.start_byte <= other.start_byte < cur.end_byte:
+            return True
+        cur = cur.parent
+    return False
+
+
+def _loop_start(write: Node, decl: _Decl, writes: list[Node]) -> bool:
+    """``write`` is the initializer of a ``for`` statement of the declaring block
+    (``int j; for (j = 0; ...; ++j)``) and every other write of the variable is an
+    increment inside that loop."""
+    loop = write.parent
+    if loop is None or loop.type != "for_statement" or loop.parent is None or \
+            loop.parent.id != decl.scope.id:
+        return False
+    first = loop.child_by_field_name("initializer")
+    if first is None or first.id != write.id:
+        return False
+    for w in writes:
+        if w.id == write.id:
+            continue
+        if not loop.start_byte <= w.start_byte < loop.end_byte:
+            return False
+        if w.type == "assignment_expression" and \
+                text(w.child_by_field_name("operator")) not in ("+=", "-="):
+            return False
+    return True
+
+
+def _alias_size(ctx: "UnitContext", name: str, structs: dict[str, StructType]
+                ) -> int | None:
+    """sizeof ``name`` when the unit makes it another name for a sized type: ``typedef
+    float real;``, ``using real = float;``, ``#define real float``."""
+    if not name.isidentifier():
+        return None
+    memo = ctx.analysis(_AliasMemo)
+    if name in memo.sizes:
+        return memo.sizes[name]
+    memo.sizes[name] = None                 # a cycle of aliases: no size
+    target = None
+    for d in ctx.model.nodes("define"):
+        if text(d.child_by_field_name("name")) == name:
+            value = d.child_by_field_name("value")
+            target = text(value).strip() if value is not None else None
+    if target is None:
+        key = re.escape(name.encode())
+        m = re.search(rb"\btypedef\s+([A-Za-z_][\w\s:<>,]*?)\s+" + key + rb"\s*;",
+                      ctx.unit.data) or \
+            re.search(rb"\busing\s+" + key + rb"\s*=\s*([A-Za-z_][\w\s:<>,]*?)\s*;",
+                      ctx.unit.data)
+        target = m.group(1).decode("ascii", "replace") if m else None
+    size = None
+    if target:
+        target = " ".join(target.replace("const", " ").replace("struct ", " ").split())
+        size = type_size(target, structs)
+        if size is None and target != name:
+            size = _alias_size(ctx, target, structs)
+    memo.sizes[name] = size
+    return size
+
+
+class _AliasMemo:
+    """Per unit: sizes of type names resolved through aliases (ctx.analysis(...))."""
+
+    def __init__(self, ctx: "UnitContext"):
+        self.sizes: dict[str, int | None] = {}
 
 
 def _same_block(write: Node, decl: _Decl) -> bool:

@@ -165,6 +165,9 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
     if not candidates:
         return []
     declared = block_shape(ctx, fn)
+    any_block = declared is None and _one_dimensional(fn) and _no_known_block(ctx, fn)
+    if any_block:
+        declared = ANY_1D_BLOCK
     blocks[fn.name] = declared
     if declared is None:
         return []
@@ -173,6 +176,7 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
     lanes = KernelLanes(ctx, fn, declared, structs, values)
     dependent = thread_dependent_names(fn, lanes.writes, lanes.declared)
     out = []
+    targets = []
     up = _Parents(fn.body)
     mentions = _Mentions(fn.body, dependent)
     for node in candidates:
@@ -200,7 +204,79 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
                 ctx, fn, declared, structs, {**values, **more}), node, target, up))
         access.bound = {n: binding[n] for n in lanes.used_params if n in binding}
         out.append(access)
+        targets.append(target)
+    if any_block and out:
+        out = _same_for_any_block(ctx, fn, structs, values, out, targets, up)
     return out
+
+
+@dataclass(frozen=True)
+class AnyBlock1D(BlockShape):
+    """No launch gives the block shape of a kernel that reads threadIdx.x alone: its
+    first warp is threads 0-31 of the block whatever the shape, from 32 threads on."""
+
+    def describe(self) -> str:
+        return ("any 1-D block of 32 or more threads: the kernel reads threadIdx.x alone "
+                "and no launch in the project gives its shape")
+
+
+ANY_1D_BLOCK = AnyBlock1D((1024, 1, 1), "any-1d")
+SMALLEST_1D_BLOCK = BlockShape((32, 1, 1), "any-1d")
+_OTHER_AXES = re.compile(rb"\b(?:threadIdx|blockDim)\s*\.\s*[yz]\b|\bdim3\b|"
+                         rb"\bthis_thread_block\b|\bthread_rank\b|\btiled_partition\b")
+
+
+def _one_dimensional(fn: "Function") -> bool:
+    """The kernel reads no thread axis but x (nor the block through cooperative groups):
+    a 1-D block is all it can tell apart."""
+    body = fn.body
+    return body is not None and not _OTHER_AXES.search(body.text)
+
+
+def _no_known_block(ctx: "UnitContext", fn: "Function") -> bool:
+    """No launch of the unit gives or may give the kernel a block that is not 1-D: each
+    one passes an unknown scalar block size (not a dim3, not several shapes that
+    disagree), and no Python launch call names a block."""
+    emb = getattr(ctx.unit, "embedded", None)
+    if emb is not None and any(getattr(l, "block", None) for l in
+                               getattr(emb, "launches", None) or []):
+        return False
+    for launch in ctx.model.launches:
+        if launch.kernel != fn.name:
+            continue
+        if launch.block is not None or len(launch.config) < 2:
+            return False
+        expr = launch.config[1]
+        if expr.type in ("call_expression", "initializer_list", "compound_literal_expression"
+                         ) or b"dim3" in expr.text:
+            return False
+        if expr.type == "identifier" and launch.function is not None and \
+                launch.function.body is not None and re.search(
+                    rb"\bdim3\s+(?:[\w\s,()]*,\s*)?" + re.escape(expr.text) + rb"\b",
+                    launch.function.body.text):
+            return False                    # a dim3 variable of unknown shape
+    return True
+
+
+def _same_for_any_block(ctx, fn, structs, values, accesses, targets, up) -> list[Access]:
+    """The accesses evaluated for a block of 1024 threads whose figures and lane stride
+    are the same for a block of 32: those hold for any 1-D block of 32 or more."""
+    small = KernelLanes(ctx, fn, SMALLEST_1D_BLOCK, structs, values)
+    kept = []
+    for access, target in zip(accesses, targets):
+        other = _evaluate(small, access.node, target, up)
+        if other is None:
+            continue
+        if access.space == "global":
+            same = set(access.sectors_per_request()) == set(other.sectors_per_request())
+        else:
+            same = set(access.wavefronts()) == set(other.wavefronts())
+        if same and access.lane_stride_bytes() == other.lane_stride_bytes():
+            kept.append(access)
+    return kept
+
+
+
 
 
 def _evaluate(lanes: KernelLanes, node: Node, target: Node, up) -> Access | None:

@@ -206,7 +206,8 @@ def coalescing_figures_by_value(access: "Access", threshold: float) -> dict | No
         x_stride = access.x_stride_bytes()      # rows of the block apart by the value
         if x_stride is not None:
             fig["x_stride_bytes"] = x_stride
-    fig.update({"block": list(access.block.dims), "block_source": access.block.source})
+    fig.update({"block": None if access.block.source == "any-1d" else
+                list(access.block.dims), "block_source": access.block.source})
     return fig
 
 
