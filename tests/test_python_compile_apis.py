@@ -83,6 +83,18 @@ def test_core_paths_and_compile_with_cache():
     assert ex.kernels[1].launches[0].block == (512,)     # cupy/_core/_reduction.pyx:232
 
 
+def test_older_cupy_paths_and_chainer_cupy():
+    ex = _ex("""
+        import cupy
+        from chainer.backends import cuda
+        a = cupy.core.ElementwiseKernel('T x', 'T y', 'y = x', 'a')
+        b = cuda.cupy.RawKernel('__global__ void b() {}', 'b')
+        c = cuda.cupy.ReductionKernel('T x', 'T y', 'x', 'a + b', 'y = a', '0', 'c')
+        """)
+    assert [k.api for k in ex.kernels] == ["cupy.ElementwiseKernel", "cupy.RawKernel",
+                                           "cupy.ReductionKernel"]
+
+
 def test_name_expressions_and_template_launch():
     ex = _ex("""
         import cupy

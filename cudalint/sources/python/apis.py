@@ -125,18 +125,28 @@ def _each(names: str, api: CompileApi) -> dict[str, CompileApi]:
     return {n: api for n in names.split()}
 
 
+# CuPy reached through older paths (cupy.core before v9) and through chainer's
+# ``cuda.cupy`` (the cupy module itself)
+_CUPY_BASES = ("cupy", "cupy._core", "cupy.core", "chainer.cuda.cupy",
+               "chainer.backends.cuda.cupy")
+
+
+def _cupy(name: str, *extra: str) -> str:
+    return " ".join([f"{b}.{name}" for b in _CUPY_BASES] + list(extra))
+
+
 BUILTIN: dict[str, CompileApi] = {
-    **_each("cupy.RawKernel cupy._core.RawKernel cupy._core.raw.RawKernel "
-            "cupy.cuda.RawKernel", _RAW),
-    **_each("cupy.RawModule cupy._core.RawModule cupy._core.raw.RawModule "
-            "cupy.cuda.RawModule", _MODULE),
+    **_each(_cupy("RawKernel", "cupy._core.raw.RawKernel", "cupy.cuda.RawKernel"), _RAW),
+    **_each(_cupy("RawModule", "cupy._core.raw.RawModule", "cupy.cuda.RawModule"),
+            _MODULE),
     **_each("cupy.cuda.compile_with_cache cupy.cuda.compiler.compile_with_cache "
-            "cupy._core.core.compile_with_cache",
+            "cupy._core.core.compile_with_cache chainer.cuda.cupy.cuda.compile_with_cache "
+            "chainer.backends.cuda.cupy.cuda.compile_with_cache",
             _COMPILE_WITH_CACHE),
-    **_each("cupy.ElementwiseKernel cupy._core.ElementwiseKernel "
-            "cupy._core._kernel.ElementwiseKernel", _ELEMENTWISE),
-    **_each("cupy.ReductionKernel cupy._core.ReductionKernel "
-            "cupy._core._reduction.ReductionKernel", _REDUCTION),
+    **_each(_cupy("ElementwiseKernel", "cupy._core._kernel.ElementwiseKernel",
+                  "cupy.core.core.ElementwiseKernel"), _ELEMENTWISE),
+    **_each(_cupy("ReductionKernel", "cupy._core._reduction.ReductionKernel",
+                  "cupy.core.core.ReductionKernel"), _REDUCTION),
     **_each("chainer.cuda.elementwise chainer.backends.cuda.elementwise",
             _CHAINER_ELEMENTWISE),
     **_each("chainer.cuda.reduce chainer.backends.cuda.reduce", _CHAINER_REDUCE),
