@@ -76,3 +76,9 @@ def test_cmake_set_switch_off_skips_block():
             'endif()\nif(NOT FAST)\n  string(APPEND CMAKE_CUDA_FLAGS " -lineinfo")\nendif()\n')
     (build,) = [b for b in cmake_builds(text) if "CMAKE_CUDA_FLAGS" in b.label]
     assert [f.text for f in build.flags] == ["-lineinfo"]
+
+
+def test_setup_py_switches_are_off_by_default():
+    got = _found("setup_argv.py")
+    assert [g[:3] for g in got] == [(28, 24, 33)]
+    assert "`-ftz=true` on unless setup.py gets --no_ftz" in got[0][3]

@@ -31,6 +31,7 @@ _MUTATORS = {"append", "extend", "insert"}
 _GETENV = {"os.getenv", "getenv", "os.environ.get", "environ.get"}
 _ON_WORDS = ("1", "true", "yes", "on", "y")
 _UNKNOWN = object()         # a value the module does not decide
+_ARGV = object()            # sys.argv: switches given to setup.py, none by default
 
 
 class _Line:
@@ -76,6 +77,7 @@ class _PyBuilds:
         self._binds: dict[tuple[int, str], ast.AST] = {}   # (def, parameter) -> argument
         self._following: set[int] = set()                  # defs being followed (recursion)
         self._aliases: set[str] | None = None      # names of torch.utils.cpp_extension
+        self.unpacks: dict[tuple[int, str], list[tuple[ast.Assign, int]]] = {}
         self._index(tree, tree)
 
     # -- bindings ------------------------------------------------------------------------
@@ -91,6 +93,11 @@ class _PyBuilds:
                 for t in child.targets:
                     for key in self._keys(t):
                         self.events.setdefault((id(scope), key), []).append(child)
+                    if isinstance(t, ast.Tuple):          # FAST, argv = _argparse(...)
+                        for i, el in enumerate(t.elts):
+                            if isinstance(el, ast.Name):
+                                self.unpacks.setdefault((id(scope), el.id), []).append(
+                                    (child, i))
             elif isinstance(child, (ast.AugAssign, ast.AnnAssign)) and child.value is not None:
                 for key in self._keys(child.target):
                     self.events.setdefault((id(scope), key), []).append(child)
@@ -298,22 +305,41 @@ class _PyBuilds:
         for name, value in zip(params[len(params) - len(defaults):], defaults):
             self._binds.setdefault((id(fn), name), value)
         out: list[ast.AST] = []
-        stack = list(fn.body)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, ast.Return):
-                if node.value is not None:
-                    out.append(node.value)
-                continue
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                 ast.ClassDef)):
-                continue
-            stack.extend(ast.iter_child_nodes(node))
+        self._collect_returns(fn.body, out)
         self._following.add(id(fn))
         try:
             yield sorted(out, key=lambda n: (n.lineno, n.col_offset))
         finally:
             self._following.discard(id(fn))
+
+    def _collect_returns(self, stmts: list[ast.stmt], out: list[ast.AST]) -> bool:
+        """The returned values of a statement list, in order, following only the branch
+        of an ``if`` the defaults take; True when the list always returns (what follows
+        it is not reached)."""
+        for stmt in stmts:
+            if isinstance(stmt, ast.Return):
+                if stmt.value is not None:
+                    out.append(stmt.value)
+                return True
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(stmt, ast.If):
+                cond = self.condition(stmt.test)
+                if cond is not None:
+                    if self._collect_returns(stmt.body if cond[0] else stmt.orelse, out):
+                        return True
+                    continue
+                a = self._collect_returns(stmt.body, out)
+                b = self._collect_returns(stmt.orelse, out)
+                if a and b:
+                    return True
+                continue
+            for child in ast.iter_child_nodes(stmt):     # loops, with, try: any return
+                if isinstance(child, ast.stmt):
+                    self._collect_returns([child], out)
+                elif isinstance(child, ast.ExceptHandler):
+                    self._collect_returns(child.body, out)
+        return False
 
     def _bound(self, name: ast.Name) -> ast.AST | None:
         for scope in self._scopes(name):
@@ -350,25 +376,39 @@ class _PyBuilds:
     # -- conditions --------------------------------------------------------------------
 
     def condition(self, test: ast.AST) -> tuple[bool, str | None] | None:
-        """Whether ``test`` holds with the module's constants and the environment
-        variables at their defaults, and a note naming those variables; None when the
-        module does not decide it."""
+        """Whether ``test`` holds with the module's constants, the environment variables
+        at their defaults and no command-line switch given to setup.py, and a note for
+        the branch this takes ("on unless FAST_MATH=0"); None when the module does not
+        decide it. The note is only read for a branch that is on."""
         envs: list[tuple[str, object]] = []
         value = self._value(test, envs, 0)
         if value is _UNKNOWN:
             return None
-        on = bool(value)
         if not envs:
-            return on, None
+            return bool(value), None
         notes = []
         for var, default in envs:
-            if default is None or default == "":
-                notes.append(f"unless {var} is set" if on else f"only when {var} is set")
-            elif on and str(default).lower() in _ON_WORDS:
+            if default is _ARGV:
+                notes.append(f"unless setup.py gets {var}")
+            elif default is None or default == "":
+                notes.append(f"unless {var} is set")
+            elif str(default).lower() in _ON_WORDS:
                 notes.append(f"unless {var}=0")
             else:
                 notes.append(f"while {var}={default!s}")
-        return on, "on " + " and ".join(dict.fromkeys(notes))
+        return bool(value), "on " + " and ".join(dict.fromkeys(notes))
+
+    def _decided_off(self, node: ast.AST) -> bool:
+        """Some ``if`` around ``node`` (inside its function) is off by the defaults."""
+        child, cur = node, self.parents.get(node)
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                       ast.Lambda, ast.Module)):
+            if isinstance(cur, ast.If) and child is not cur.test:
+                cond = self.condition(cur.test)
+                if cond is not None and cond[0] == (child in cur.orelse):
+                    return True
+            child, cur = cur, self.parents.get(cur)
+        return False
 
     def _value(self, expr: ast.AST, envs: list, depth: int) -> object:
         if depth > 16:
@@ -380,7 +420,17 @@ class _PyBuilds:
             if evs and len(evs) == 1 and isinstance(evs[0], ast.Assign) and \
                     len(evs[0].targets) == 1 and self._top_level(evs[0]):
                 return self._value(evs[0].value, envs, depth + 1)
+            if evs is None:
+                bound = self._bound(expr)
+                if bound is not None:
+                    return self._value(bound, envs, depth + 1)
+                if self._imports_sys_argv(expr.id):
+                    return _ARGV            # `from sys import argv`, switches taken off
+                return self._unpacked(expr, envs, depth)
             return _UNKNOWN
+        if isinstance(expr, ast.Attribute) and expr.attr == "argv" and \
+                isinstance(expr.value, ast.Name) and expr.value.id == "sys":
+            return _ARGV
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
             v = self._value(expr.operand, envs, depth + 1)
             return _UNKNOWN if v is _UNKNOWN else not v
@@ -400,6 +450,12 @@ class _PyBuilds:
             if a is _UNKNOWN or b is _UNKNOWN:
                 return _UNKNOWN
             op = expr.ops[0]
+            if b is _ARGV and isinstance(a, str) and isinstance(op, (ast.In, ast.NotIn)):
+                # a command-line switch of setup.py: not given by default
+                envs.append((a, _ARGV))
+                return isinstance(op, ast.NotIn)
+            if _ARGV in (a, b):
+                return _UNKNOWN
             try:
                 if isinstance(op, (ast.Eq, ast.Is)):
                     return a == b
@@ -440,14 +496,46 @@ class _PyBuilds:
                 return getattr(v, f.attr)() if isinstance(v, str) else _UNKNOWN
         return _UNKNOWN
 
+    def _imports_sys_argv(self, name: str) -> bool:
+        return any(isinstance(n, ast.ImportFrom) and n.module == "sys" and any(
+            (a.asname or a.name) == name and a.name == "argv" for a in n.names)
+            for n in self.tree.body)
+
+    def _unpacked(self, name: ast.Name, envs: list, depth: int) -> object:
+        """A name bound once by unpacking what a same-module function returns
+        (``FAST_MATH, argv = _argparse("--fast_math", argv)``)."""
+        for scope in self._scopes(name):
+            binds = self.unpacks.get((id(scope), name.id))
+            if not binds:
+                continue
+            if len(binds) != 1 or not isinstance(binds[0][0].value, ast.Call):
+                return _UNKNOWN
+            stmt, index = binds[0]
+            values = []
+            with self._returns(stmt.value) as returned:
+                for r in returned or []:
+                    if not (isinstance(r, ast.Tuple) and index < len(r.elts)):
+                        return _UNKNOWN
+                    values.append(self._value(r.elts[index], envs, depth + 1))
+            if not values or any(v is _UNKNOWN for v in values) or len(set(
+                    map(repr, values))) != 1:
+                return _UNKNOWN
+            return values[0]
+        return _UNKNOWN
+
     def _top_level(self, stmt: ast.AST) -> bool:
-        """A binding outside any ``if``/loop/``try`` of its scope: its value is the one."""
-        cur = self.parents.get(stmt)
+        """A binding outside any loop or ``try`` of its scope, under ``if`` statements the
+        defaults take: its value is the one."""
+        child, cur = stmt, self.parents.get(stmt)
         while cur is not None and not isinstance(cur, (ast.Module, ast.FunctionDef,
                                                        ast.AsyncFunctionDef)):
-            if isinstance(cur, (ast.If, ast.For, ast.While, ast.Try, ast.With)):
+            if isinstance(cur, (ast.For, ast.While, ast.Try, ast.With)):
                 return False
-            cur = self.parents.get(cur)
+            if isinstance(cur, ast.If) and child is not cur.test:
+                cond = self.condition(cur.test)
+                if cond is None or cond[0] == (child in cur.orelse):
+                    return False
+            child, cur = cur, self.parents.get(cur)
         return True
 
     def _event_flags(self, ev: ast.AST, depth: int) -> _Item:
