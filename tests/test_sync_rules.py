@@ -1,4 +1,4 @@
-"""CL101-CL106 against compute-sanitizer records (fixtures/CL10x/truth.json, written by
+"""CL101-CL107 against compute-sanitizer records (fixtures/CL10x/truth.json, written by
 tools/gputruth/sync.py on an H100), plus unit tests of the analyses behind them."""
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from cudalint.engine import lint_bytes
 from cudalint.sources.base import SourceFile, Unit
 from fixture_support import FIXTURES, lint_fixture
 
-SYNC_CODES = {"CL101", "CL102", "CL103", "CL105", "CL106"}
+SYNC_CODES = {"CL101", "CL102", "CL103", "CL105", "CL106", "CL107"}
 
 
 def _records():
     out = []
-    for code in ("CL101", "CL102", "CL103", "CL105", "CL106"):
+    for code in ("CL101", "CL102", "CL103", "CL105", "CL106", "CL107"):
         data = json.loads((FIXTURES / code / "truth.json").read_text())
         out.extend(data["records"])
     return out
@@ -59,11 +59,14 @@ def test_rules_agree_with_sanitizer(rec):
     # (unless the barriers themselves are mismatched: the ordering they were meant to
     # give is gone, CL103 says so)
     mismatched = rec["synccheck_positive"] or rec.get("plain_timed_out")
+    # (or one store of different values by two threads: CL107, no barrier fixes it)
     if rec["racecheck_errors"] and not (mismatched and "CL103" in codes):
-        assert "CL102" in codes, (rec["kernel"], codes)
+        assert codes & {"CL102", "CL107"}, (rec["kernel"], codes)
     # "(Warp Level Programming)" warnings alone: lanes of one warp
     elif rec["racecheck_warnings"]:
         assert "CL101" in codes, (rec["kernel"], codes)
+    if "CL107" in codes:
+        assert rec["racecheck_errors"], rec["kernel"]
     if rec["synccheck_positive"] or rec.get("plain_timed_out"):
         assert codes & {"CL103", "CL105"}, (rec["kernel"], codes)
     # CL103 promises what the GPU shows: synccheck's divergent barrier or a hang

@@ -24,4 +24,6 @@
   skip and then meet another barrier instead (mismatched: CL103).
 - ``skipped_barriers``: every block barrier part of the block skips, why, and whether
   the skipping threads wait at another barrier (CL103) or not (CL106, opt-in).
+- ``write_conflicts``: stores at which two threads write different values to one
+  shared address (CL107), candidates found statically, decided by the block run.
 """

@@ -8,6 +8,8 @@ or storing through it logs the access for the race check.
 """
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from cudalint.model.consteval import eval_int
@@ -256,17 +258,29 @@ class ExpressionEval:
                               node.child_by_field_name("right"),
                               text(node.child_by_field_name("operator")))
         left, right, op = aux
-        value = self.eval(right, act)
+        key = None
+        inner = unwrap(right)
+        if op == "=" and inner.type == "cast_expression" and \
+                _FLOAT_TYPE.match(text(inner.child_by_field_name("type"))):
+            # `x[0] = (float)threadIdx.x`: the run keeps no float values, but an integer
+            # below 2**24 converts exactly, so the stores differ where the integers do
+            # (what a write conflict compares)
+            key = self.eval(inner.child_by_field_name("value"), act)
+            value = self.cast(text(inner.child_by_field_name("type")), key)
+            if not _exact_in_float(key):
+                key = None
+        else:
+            value = self.eval(right, act)
         if op != "=":
             old = self.eval(left, act) if left.type != "identifier" else self.ident(left)
             if isinstance(old, SPtr) and op in ("+=", "-="):
                 value = self.ptr_add(old, value, op == "-=")
             else:
                 value = binop(op[:-1], old, value)
-        self.store(left, value, act, compound=op != "=")
+        self.store(left, value, act, compound=op != "=", key=key)
         return value
 
-    def store(self, left: Node, value, act: int, compound: bool) -> None:
+    def store(self, left: Node, value, act: int, compound: bool, key=None) -> None:
         left = unwrap(left)
         if left.type == "identifier":
             name = text(left)
@@ -279,10 +293,14 @@ class ExpressionEval:
                 p = self._shared_value(var)
                 if p is not None:
                     self.record(p, left, True, act)
+                    if not compound:
+                        self.write_conflict(p, left, value if key is None else key, act)
             return
         p = self.lvalue(left, act)
         if isinstance(p, SPtr):
             self.record(p, left, True, act)
+            if not compound:
+                self.write_conflict(p, left, value if key is None else key, act)
 
     def load(self, node: Node, act: int):
         p = self.lvalue(node, act)
@@ -357,3 +375,13 @@ class ExpressionEval:
             v = self.ident(node)
             return v if isinstance(v, SPtr) and not v.dims else None
         return None
+
+
+_FLOAT_TYPE = re.compile(r"^\s*(?:const\s+)?(?:float|double)\s*$")
+
+
+def _exact_in_float(v) -> bool:
+    """An integer (or per-thread integers) that a float holds exactly."""
+    vals = v if isinstance(v, tuple) else (v,)
+    return all(isinstance(x, int) and not isinstance(x, bool) and abs(x) < 1 << 24
+               for x in vals if x is not None) and any(x is not None for x in vals)

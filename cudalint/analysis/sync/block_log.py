@@ -45,6 +45,16 @@ class MaskHit:
 
 
 @dataclass
+class ConflictHit:
+    """Two threads storing different values at one address in one store."""
+    node: Node
+    threads: tuple[int, int]     # linear ids
+    values: tuple                # what each of the two stores
+    address: int
+    array: str
+
+
+@dataclass
 class RunResult:
     races: dict[tuple[int, int], Hit] = field(default_factory=dict)
     masks: dict[int, MaskHit] = field(default_factory=dict)
@@ -52,6 +62,8 @@ class RunResult:
     # block barriers some threads skip and then meet another barrier at (CL103):
     # barrier node id -> (barrier, the barrier the skipping threads wait at instead)
     mismatched: dict[int, tuple[Node, Node]] = field(default_factory=dict)
+    # stores at which two threads write different values to one address
+    conflicts: dict[int, ConflictHit] = field(default_factory=dict)
     complete: bool = True
     reason: str = ""
 
@@ -177,6 +189,32 @@ class SharedLog:
         if snap is None:
             snap = self._event_counts = {w: len(ev) for w, ev in self.events.items()}
         mine.add(node, node_id, idx, addrs, unsure, snap)
+
+    def write_conflict(self, p: SPtr, node: Node, value, act: int) -> None:
+        """One store (``x[0] = threadIdx.x``) by two threads at one address with
+        different known values: which value stays depends on the schedule (between
+        warps) or is unspecified (lanes of one warp in one instruction); racecheck
+        reports both as errors on an H100. Equal values are benign; unknown values
+        and threads on unknown paths are not judged."""
+        if p.dims or not isinstance(value, tuple) or node.id in self.result.conflicts:
+            return
+        offs = p.offset
+        idx = self.bits(act & ~(self.maybe | self.ghost))
+        if len(idx) < 2:
+            return
+        first: dict[int, tuple[int, object]] = {}
+        for i in idx:
+            a = offs[i] if isinstance(offs, tuple) else offs
+            v = value[i]
+            if a is None or v is None:
+                continue
+            seen = first.get(a)
+            if seen is None:
+                first[a] = (i, v)
+            elif seen[1] != v:
+                self.result.conflicts[node.id] = ConflictHit(
+                    node.ts, (self.tids[seen[0]], self.tids[i]), (seen[1], v), a, p.key)
+                return
 
     def _synced(self, j: int, i: int, since: int) -> bool:
         both = (1 << i) | (1 << j)

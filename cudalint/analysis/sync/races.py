@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
-from cudalint.analysis.sync.block_log import Hit, MaskHit
+from cudalint.analysis.sync.block_log import ConflictHit, Hit, MaskHit
 from cudalint.analysis.sync.block_run import GUESSED_BLOCKS, SAMPLES, BlockRun
 from cudalint.analysis.sync.callees import MASKED, reachable_names, reachable_texts
 from cudalint.analysis.sync.cfg import BodyQueries
@@ -88,6 +88,20 @@ class Race:
     @property
     def rule(self) -> str:
         return "CL102" if self.cross_warp else "CL101"
+
+
+@dataclass
+class WriteConflict:
+    """One store at which two threads write different values to one ``__shared__``
+    address (every run found it)."""
+    node: Node
+    threads: tuple[int, int]
+    values: tuple
+    address: int
+    array: str
+    block: tuple[int, int, int]
+    block_source: str
+    kernel: "Function"
 
 
 @dataclass
@@ -161,6 +175,8 @@ class RaceAnalysis:
         # block barriers every run saw skipped by threads that then wait at another
         # barrier: id -> (barrier, that other barrier)
         self._mismatched: dict[int, tuple[Node, Node]] = {}
+        # stores of different values by two threads to one address, every run agreeing
+        self._conflicts: dict[int, WriteConflict] = {}
         self._deferred: list = []
         self.incomplete: dict[str, str] = {}
         kernels = [k for k in ctx.model.kernels if k.body is not None]
@@ -222,6 +238,13 @@ class RaceAnalysis:
         hit = self._mismatched.get(node.id)
         return hit[1] if hit is not None else None
 
+    def write_conflict(self, node: Node) -> "WriteConflict | None":
+        """The conflict every run saw at the shared-memory store ``node`` (two threads
+        writing different values to one address), running the deferred kernels that can
+        execute it; None when a run did not."""
+        self._run_deferred_for(node)
+        return self._conflicts.get(node.id)
+
     def _run_deferred_for(self, node: Node) -> None:
         if self._deferred:
             start, end = node.start_byte, node.end_byte
@@ -261,6 +284,7 @@ class RaceAnalysis:
         masks: dict[int, MaskHit] | None = None
         divergent: dict[int, Node] | None = None
         mismatched: dict[int, tuple[Node, Node]] | None = None
+        conflicts: dict[int, ConflictHit] | None = None
         for dims, source in blocks:
             if dims[0] * dims[1] * dims[2] > 1024:
                 return
@@ -282,7 +306,10 @@ class RaceAnalysis:
                     {k: m for k, m in divergent.items() if k in res.divergent}
                 mismatched = dict(res.mismatched) if mismatched is None else \
                     {k: m for k, m in mismatched.items() if k in res.mismatched}
-                if not agreed and not masks and not divergent and not mismatched:
+                conflicts = dict(res.conflicts) if conflicts is None else \
+                    {k: c for k, c in conflicts.items() if k in res.conflicts}
+                if not agreed and not masks and not divergent and not mismatched and \
+                        not conflicts:
                     return
         for k, hit in (agreed or {}).items():
             self.races.append(Race(hit.first, hit.second, hit.first_write, cross[k],
@@ -291,6 +318,10 @@ class RaceAnalysis:
         self._divergent.update(divergent or {})
         for k, m in (mismatched or {}).items():
             self._mismatched.setdefault(k, m)
+        for k, c in (conflicts or {}).items():
+            self._conflicts.setdefault(k, WriteConflict(
+                c.node, c.threads, c.values, c.address, c.array, blocks[0][0],
+                blocks[0][1], fn))
         for m in (masks or {}).values():
             self.masks.append(MaskMismatch(m.node, m.mask, m.arrive, m.live, m.warp,
                                            blocks[0][0], fn))

@@ -1,0 +1,66 @@
+from cudalint.analysis.sync.write_conflicts import SharedWriteConflicts
+from cudalint.diagnostics import Finding
+from cudalint.model.preproc import not_for_modern_cuda
+from cudalint.rule import Rule
+
+
+class SharedWriteConflict(Rule):
+    """## What it does
+    Finds a store to `__shared__` memory at which two threads write different values
+    to the same address: `x[0] = threadIdx.x` executed by the whole block or by one
+    warp, `s[tid / 64] = tid`. The block is executed symbolically; a store is reported
+    only when the addresses and the values are known and two threads store different
+    values at one address. Stores of the same value by
+    every thread (a flag set to 1) and stores whose values the analysis cannot know
+    (loaded from memory) are not reported, nor (yet) stores to a `__shared__` scalar
+    declared in the kernel.
+
+    ## Why is this bad?
+    Which value stays depends on the order the warps run in (a write-write race), and
+    among the lanes of one warp storing in one instruction it is unspecified. A
+    barrier does not help; one thread must write (`if (threadIdx.x == 0)`), or the
+    values must be combined (`atomicMax`, a block reduction). Measured on an H100
+    (`fixtures/CL107/truth.json`): compute-sanitizer racecheck reports these stores as
+    errors, within one warp too, and nothing for the same-value form.
+
+    ## Example
+    ```cuda
+    __shared__ int last[1];
+    last[0] = threadIdx.x;       // 128 threads race; the survivor is not defined
+    __syncthreads();
+    ```
+
+    ## Use instead
+    ```cuda
+    __shared__ int last[1];
+    if (threadIdx.x == blockDim.x - 1) last[0] = threadIdx.x;
+    __syncthreads();
+    ```
+
+    ## References
+    - CUDA C++ Programming Guide, "Shared Memory" (concurrent writes to one address)
+    - compute-sanitizer racecheck (measured on the fixtures: `fixtures/CL107/truth.json`)
+    """
+    code = "CL107"
+    name = "shared-write-conflict"
+    severity = "error"
+
+    def check(self, ctx):
+        for c in ctx.analysis(SharedWriteConflicts).items:
+            if not_for_modern_cuda(c.node, ctx):
+                continue
+            a, b = c.threads
+            va, vb = (_value(v) for v in c.values)
+            yield Finding.at(
+                c.node,
+                f"shared write conflict: threads {a} and {b} store different values "
+                f"({va} and {vb}) to `{c.array.split('@')[0]}` at byte {c.address} in one "
+                f"statement; which value stays is not defined (let one thread store it, "
+                f"or combine the values with an atomic or a reduction)",
+                metrics={"threads": list(c.threads), "array": c.array.split("@")[0],
+                         "block": list(c.block), "block_source": c.block_source,
+                         "kernel": c.kernel.name})
+
+
+def _value(v) -> str:
+    return str(v) if isinstance(v, (int, float)) else "?"
