@@ -6,7 +6,9 @@ not restrict" observation), which reports what this rule does not.
 """
 from __future__ import annotations
 
+import os
 import re
+from functools import lru_cache
 
 from cudalint.analysis.memory.alias_effects import AliasEffects
 from cudalint.analysis.memory.param_edits import const_edit, restrict_edit
@@ -139,9 +141,13 @@ def target_arch(ctx) -> tuple[int, str]:
     found = (_arch_number(arch) or 90, "the `arch` setting")
     if arch == _DEFAULT_ARCH:
         found = (_arch_number(arch) or 90, "the default target (sm_80 and newer)")
+        flags = None
         try:
             from cudalint.project.buildflags import unit_settings
-            flags = unit_settings(ctx.unit)
+            if getattr(ctx.unit, "embedded", None) is not None or \
+                    _old_arch_in_build_files(os.path.dirname(os.path.abspath(
+                        ctx.unit.file.path))):
+                flags = unit_settings(ctx.unit)
         except Exception:                       # unreadable build files: the default
             flags = None
         if flags is not None:
@@ -155,6 +161,29 @@ def target_arch(ctx) -> tuple[int, str]:
     except AttributeError:
         pass
     return found
+
+
+_OLD_ARCH = re.compile(rb"(?:sm|compute)_[3-6]\d")
+
+
+@lru_cache(maxsize=4096)
+def _old_arch_in_build_files(folder: str) -> bool:
+    """Does a build file in this folder or one above (to the repository root) name an
+    sm_3x-sm_6x architecture at all? Reading which builds compile a file costs about
+    10 ms; most projects name no such target, and then none can be the lowest. (A
+    superset of what unit_settings reads: it only decides whether to ask it.)"""
+    from cudalint.project.buildflags import BUILD_FILES
+    for name in BUILD_FILES:
+        try:
+            with open(os.path.join(folder, name), "rb") as fh:
+                if _OLD_ARCH.search(fh.read()):
+                    return True
+        except OSError:
+            continue
+    parent = os.path.dirname(folder)
+    if parent == folder or os.path.exists(os.path.join(folder, ".git")):
+        return False
+    return _old_arch_in_build_files(parent)
 
 
 def _arch_number(arch: str) -> int | None:

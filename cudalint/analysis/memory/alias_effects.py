@@ -103,17 +103,24 @@ class AliasEffects:
     def __init__(self, ctx: "UnitContext"):
         self.ctx = ctx
         self._kernels: dict[int, KernelEffects] = {}
+        self._facts: dict[int, _Kernel] = {}
+
+    def _kernel(self, fn: "Function") -> "_Kernel":
+        k = self._facts.get(fn.node.id)
+        if k is None:
+            k = self._facts[fn.node.id] = _Kernel(self.ctx, fn)
+        return k
 
     def kernel(self, fn: "Function") -> KernelEffects:
         out = self._kernels.get(fn.node.id)
         if out is None:
-            out = self._kernels[fn.node.id] = _Kernel(self.ctx, fn).effects()
+            out = self._kernels[fn.node.id] = self._kernel(fn).effects()
         return out
 
     def uniform_loads(self, fn: "Function", acc: ParamAccess) -> bool:
         """Every load of the parameter in the kernel body has the same address for all
         lanes of a warp (a constant index, ``p[blockIdx.x]``, a CuPy 0-d ``a_val[0]``)."""
-        k = _Kernel(self.ctx, fn)
+        k = self._kernel(fn)
         loads = [n for n in acc.loads if k.in_body(n)]
         if len(loads) != len(acc.loads):
             return False                   # loads in callees: not followed here
