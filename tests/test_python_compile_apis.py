@@ -315,3 +315,39 @@ def test_hostile_generators_stay_cheap():
     assert time.process_time() - t0 < 2.0
     assert [u.reason for u in ex.unread] == ["more than 4000 steps to follow"]
     assert [len(k.text) for k in ex.kernels] == [182]
+
+
+def test_alternatives_are_branches_not_reassignments():
+    ex = _ex("""
+        import cupy
+        k = cupy.RawKernel('__global__ void k() {}', 'k')
+        def run(big, n):
+            if big:
+                block = (32,)
+                block = (512,)      # the branch's last assignment is its value
+            else:
+                block = (64,)
+            k((1,), block, ())
+            shape = (32,)
+            for _ in range(n):
+                shape = (128,)
+            k((1,), shape, ())      # a loop body is not a branch: neither is assumed
+        """)
+    shapes = sorted(la.block for k in ex.kernels for la in k.launches if la.block)
+    assert shapes == [(64,), (512,)]
+
+
+def test_helper_with_branches_gives_one_kernel_per_branch():
+    ex = _ex("""
+        import cupy
+        def _code(wide):
+            if wide:
+                code = 'y = x >> 40;'
+            else:
+                code = 'y = x >> 20;'
+            return code
+        def kernel(wide):
+            return cupy.ElementwiseKernel('T x', 'T y', _code(wide), 'decode')
+        """)
+    assert sorted(k.text.split("{\n")[-1].split(";")[0] for k in ex.kernels) == [
+        "y = x >> 20", "y = x >> 40"]

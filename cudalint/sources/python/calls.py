@@ -30,6 +30,7 @@ _HEADER_FIELDS = ("test", "iter", "target", "items", "subject", "value", "target
 # packages whose names mean a file may compile CUDA through a module attribute
 _PACKAGES = ("cupy", "cupyx", "pycuda", "torch", "chainer")
 MAX_CALLERS = 8           # calls of a compiling function followed for its parameters
+MAX_BRANCHES = 8          # kernels one call gives through names assigned in branches
 
 
 class Collector(LaunchReader, Snippets):
@@ -81,8 +82,11 @@ class Collector(LaunchReader, Snippets):
         self.calls.sort(key=lambda c: (c[0].lineno, c[0].col_offset))
         for call, api, scope in self.calls:
             self.ex.why, self.ex.params_hit, self.ex.steps = None, False, 0
+            self.ex.branch_hit = None
             try:
                 found = self.kernels_of(call, api, scope)
+                if not found and self.ex.branch_hit is not None:
+                    found = self.branches(call, api, scope)
                 if self.ex.params_hit and (not found or any(
                         "__cudalint_opaque_" in k.text for k in found)):
                     # a parameter left the source unread or opaque: its callers may know
@@ -248,10 +252,6 @@ class Collector(LaunchReader, Snippets):
                         if arg(call, None, "path") is not None else "no source argument")
                 return []
             text = ex.string(code, scope)
-            if text is None and isinstance(code, ast.Name):
-                texts = self.branches(code, scope)
-                if texts:
-                    return [k for t in texts for k in self.kernel(call, api, scope, t)]
         elif form == A.SOURCES:
             text = self.sources(call, api, scope)
         elif form == A.CUPY_ELEMENTWISE:
@@ -268,19 +268,33 @@ class Collector(LaunchReader, Snippets):
             return []
         return self.kernel(call, api, scope, text)
 
-    def branches(self, code: ast.Name, scope) -> list[MStr] | None:
-        """The source held by a name assigned in each branch of an ``if``: one text per
-        branch (each analysed as a kernel of its own), or None."""
-        alts = self.ex.alternatives(code.id, scope, code.lineno)
-        if not alts or len(alts) < 2:
-            return None
+    def branches(self, call: ast.Call, api: CompileApi, scope, depth: int = 0
+                 ) -> list[EmbeddedKernel]:
+        """A name the source needs that is assigned in the branches of an ``if`` (the
+        source, a parameter list, a part): the call is read once per branch, each value
+        a kernel of its own (at most MAX_BRANCHES in all); nothing is guessed."""
+        hit = self.ex.branch_hit
+        alts = self.ex.alternatives(hit[1], hit[0], hit[2]) if hit else None
+        if not alts or len(alts) < 2 or depth > 1:
+            return []
         why = self.ex.why
-        texts = [self.ex.string(v, owner) if isinstance(v, ast.expr) else None
-                 for owner, v in alts]
-        if any(t is None for t in texts):
-            self.ex.why = why
-            return None
-        return texts  # type: ignore[return-value]
+        owner = hit[0]
+        while owner is not None and hit[1] not in owner.bindings:
+            owner = owner.parent
+        out: list[EmbeddedKernel] = []
+        for value_scope, value in alts:
+            if not isinstance(value, ast.expr) or len(out) >= MAX_BRANCHES:
+                return []
+            self.ex.why, self.ex.branch_hit = None, None
+            with self.ex.binding(owner, {hit[1]: (value, value_scope)}):
+                got = self.kernels_of(call, api, scope)
+                if not got and self.ex.branch_hit:
+                    got = self.branches(call, api, scope, depth + 1)
+            if not got:
+                self.ex.why = why
+                return []
+            out.extend(got)
+        return out[:MAX_BRANCHES]
 
     def kernel(self, call: ast.Call, api: CompileApi, scope, text: MStr
                ) -> list[EmbeddedKernel]:

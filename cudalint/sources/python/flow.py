@@ -197,8 +197,13 @@ class Flow:
         values = self.arguments(fn, call, scope, owner, skip_first=method)
         if values is None:
             return None
-        # a method body reads module names, not the class body's
-        inner = Scope(fn, owner.parent if method else owner)
+        # a method body reads module names, not the class body's; one Scope per function
+        # (its bindings are collected once, and a name of it assigned in branches can be
+        # pinned to one branch while the call is read again)
+        parent = owner.parent if method else owner
+        inner = self.fn_scopes.get((id(fn), id(parent)))
+        if inner is None:
+            inner = self.fn_scopes[(id(fn), id(parent))] = Scope(fn, parent)
         with self.binding(inner, values):
             return self.string(returns[0].value, inner, depth + 1)
 

@@ -53,6 +53,8 @@ class Extractor(Flow):
         self.aliases: dict[str, str] = {}
         self.why: str | None = None          # why the last resolution gave up
         self.params_hit = False               # it read a parameter of a function
+        self.branch_hit: tuple | None = None  # (scope, name, line) assigned in branches
+        self.fn_scopes: dict[tuple[int, int], Scope] = {}   # inlined functions' bodies
         self.steps = 0                        # string() calls for the current call
         self._literals: dict[int, MStr | None] = {}   # a loop reads one literal often
         # (id(scope), name) -> (expression, its scope): arguments of an inlined call,
@@ -159,6 +161,8 @@ class Extractor(Flow):
                         b.direct or (b.aug and b.loop is not None) for b in chosen)):
                     self.fail(f"`{name}` is assigned in branches (its value depends on "
                               "the run)")
+                    if self.branch_hit is None:
+                        self.branch_hit = (scope, name, line)
                     return None
                 return scope, chosen
             scope = scope.parent
@@ -177,9 +181,13 @@ class Extractor(Flow):
             binds = scope.bindings.get(name)
             if binds:
                 cands = [b for b in binds if b.line < line]
-                if not cands or any(b.aug or b.value is None or b.loop for b in cands):
+                if not cands or any(b.aug or b.value is None or b.loop or b.looped
+                                    for b in cands):
                     return None
-                return [(scope, b.value) for b in cands]
+                last: dict[int, Binding] = {}     # in one statement list the last wins
+                for b in cands:
+                    last[b.block] = b
+                return [(scope, b.value) for b in last.values()]
             if name in scope.params:
                 return None
             scope = scope.parent

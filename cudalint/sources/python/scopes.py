@@ -20,6 +20,8 @@ class Binding:
     aug: bool
     direct: bool             # a statement of the scope's own body (not under if/for/try)
     loop: ast.For | None = None   # the one for loop (a direct statement) it sits in
+    block: int = 0           # which statement list it is in (id of the list)
+    looped: bool = False     # inside a for/while body, at any depth
 
 
 class Scope:
@@ -52,11 +54,14 @@ class Scope:
                 body = node.body if isinstance(node.body, list) else []
             else:
                 body = getattr(node, "body", [])
+            self._looped = False
             self._collect(body, direct=True, loop=None)
         return self._bindings
 
     def _collect(self, stmts, direct: bool, loop: ast.For | None) -> None:
+        self._block = id(stmts)
         for st in stmts:
+            self._block = id(stmts)
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self._bind(st.name, st.lineno, st, direct, loop)   # shadows any string
                 continue
@@ -74,7 +79,8 @@ class Scope:
             elif isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
                 if isinstance(st.op, ast.Add):
                     self._bindings.setdefault(st.target.id, []).append(
-                        Binding(st.lineno, st.value, True, direct, loop))
+                        Binding(st.lineno, st.value, True, direct, loop, self._block,
+                                self._looped))
                 else:
                     self._bind(st.target.id, st.lineno, None, direct, loop)
             elif isinstance(st, (ast.For, ast.AsyncFor)):
@@ -92,7 +98,11 @@ class Scope:
                     # the body of a for loop that is a direct statement: still one loop
                     inner = st if (direct and name == "body" and isinstance(st, ast.For)
                                    and not st.orelse) else None
+                    was = self._looped
+                    self._looped = was or (name == "body" and isinstance(
+                        st, (ast.For, ast.AsyncFor, ast.While)))
                     self._collect(sub, direct=False, loop=inner)
+                    self._looped = was
             for h in getattr(st, "handlers", []) or []:
                 self._collect(h.body, direct=False, loop=None)
             if isinstance(st, ast.With) or isinstance(st, ast.AsyncWith):
@@ -106,4 +116,5 @@ class Scope:
                     self._collect(case.body, direct=False, loop=None)
 
     def _bind(self, name: str, line: int, value, direct: bool, loop) -> None:
-        self._bindings.setdefault(name, []).append(Binding(line, value, False, direct, loop))
+        self._bindings.setdefault(name, []).append(
+            Binding(line, value, False, direct, loop, self._block, self._looped))
