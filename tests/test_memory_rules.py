@@ -679,3 +679,18 @@ def test_dim3_from_macro_arguments():
            "void h(float* a) { dim3 threads(TX, TY); k<<<1, threads>>>(a); }\n")
     (acc,) = _accesses(src)
     assert acc.block.dims == (16, 16, 1) and acc.block.source == "launch"
+
+
+def test_bank_conflict_names_a_bound_parameter():
+    from cudalint.engine import lint_text
+    src = ("__global__ void k(float* o, int pitch) { extern __shared__ float s[];\n"
+           "s[threadIdx.x * pitch] = 1.f; __syncthreads(); o[threadIdx.x] = s[0]; }\n"
+           "void h(float* o) { k<<<1, 32, 8192>>>(o, 32); }\n")
+    (d,) = [d for d in lint_text("t.cu", src, Settings(), "cuda").diagnostics
+            if d.code == "CL202"]
+    assert d.metrics["bank_ways"] == 32 and d.metrics["bound"]["pitch"]["value"] == 32
+    assert "`pitch` = 32 from the launch at line 3" in d.message
+    # unbound: every odd pitch is conflict-free, so nothing is claimed
+    assert not [d for d in lint_text("t.cu", src.replace("(o, 32)", "(o, p)").replace(
+        "float* o) {", "float* o, int p) {"), Settings(), "cuda").diagnostics
+        if d.code == "CL202"]

@@ -67,12 +67,20 @@ class SharedBankConflict(Rule):
                 continue
             ways = fig["bank_ways"]
             ways_txt = f"{ways:g}" if fig["exact"] else f"at least {ways:g}"
+            # scalar parameters every launch passes as one constant: say where from
+            bound = "".join(f"; `{n}` = {v} from the launch"
+                            f"{f' at line {row}' if row is not None else ''}"
+                            for n, (v, row) in sorted(access.bound.items()))
             yield Finding.at(
                 access.node,
                 f"{ways_txt}-way bank conflict on {access.expr_text or ctx.text(access.node)} "
-                f"({_describe(access)}; {access.block.describe()}): {fig['wavefronts']:g} "
-                f"wavefronts instead of {fig['ideal_wavefronts']}; {_remedy(access)}",
-                metrics={**fig, **block_line_metrics(access)})
+                f"({_describe(access)}; {access.block.describe()}{bound}): "
+                f"{fig['wavefronts']:g} wavefronts instead of {fig['ideal_wavefronts']}; "
+                f"{_remedy(access)}",
+                metrics={**fig, **block_line_metrics(access),
+                         **({"bound": {n: {"value": v, "line": row} for n, (v, row)
+                                       in sorted(access.bound.items())}}
+                            if access.bound else {})})
 
 
 def _describe(access) -> str:
