@@ -165,6 +165,19 @@ def test_join_of_comprehension_and_unknown_template_key():
     assert "__cudalint_opaque_" in k.text
 
 
+def test_str_replace_keeps_the_rest_mapped():
+    src = textwrap.dedent("""
+        import cupy
+        T = '__global__ void k(TYPE* x) { x[0] = __shfl_down(x[0], 1); }'
+        k = cupy.RawKernel(T.replace('TYPE', 'float'), 'k')
+        """)
+    [k] = extract_python_units(src, "t.py").kernels
+    assert k.text == "__global__ void k(float* x) { x[0] = __shfl_down(x[0], 1); }"
+    i = k.text.index("__shfl_down")
+    assert src[k.char_map[i]:].startswith("__shfl_down")
+    assert k.char_map[k.text.index("float")] == -1
+
+
 def test_method_returning_source_and_branch_sources():
     ex = _ex("""
         import cupy

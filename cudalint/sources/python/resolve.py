@@ -260,6 +260,11 @@ class Extractor(Flow):
                     and not expr.keywords:
                 inner = self.string(fn.value, scope, depth + 1)
                 return strip(inner, fn.attr) if inner is not None else None
+            if fn.attr == "replace" and len(expr.args) == 2 and not expr.keywords:
+                old, new = (self.const(a, scope, depth + 1) for a in expr.args)
+                inner = self.string(fn.value, scope, depth + 1) \
+                    if isinstance(old, str) and old and isinstance(new, str) else None
+                return replace(inner, old, new) if inner is not None else None
             if fn.attr == "format":
                 template = self.string(fn.value, scope, depth + 1)
                 if template is None:
@@ -576,3 +581,18 @@ def strip(s: MStr, how: str) -> MStr:
         b = len(text.rstrip())
     b = max(a, b)
     return s.slice(a, b)
+
+
+def replace(s: MStr, old: str, new: str) -> MStr:
+    """``str.replace`` on a mapped string: the replaced text is synthetic, the rest
+    keeps its map."""
+    parts = []
+    pos = 0
+    text = s.text
+    i = text.find(old)
+    while i >= 0:
+        parts += [s.slice(pos, i), MStr.synthetic(new)]
+        pos = i + len(old)
+        i = text.find(old, pos)
+    parts.append(s.slice(pos, len(text)))
+    return MStr.concat(parts)
