@@ -52,6 +52,10 @@ class Settings:
     # folders searched for quoted includes after the includer's own (project/index.py)
     include_dirs: tuple[str, ...] = ()
     parse_notices: bool = False     # CL000 for each kernel with a region tree-sitter can't read
+    # budgets of one file's analysis (and of the libclang helper): memory it may add to
+    # what a worker holds, and wall time; past them the file (or unit) gets a CL000
+    memory_limit_mb: int = 2048
+    time_limit_s: float = 60.0
     # a project's own CUDA compile wrappers: ((qualified name, ((field, value), ...)), ...)
     python_compile_apis: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     config_path: str | None = None                  # where these settings came from
@@ -62,7 +66,7 @@ class Settings:
         if cached is not None and cached[0] is self:
             return cached[1]
         data = {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name not in ("config_path", "root")}
+                if f.name not in ("config_path", "root", "memory_limit_mb", "time_limit_s")}
         fp = hashlib.sha256(json.dumps(data, default=repr, sort_keys=True).encode()).hexdigest()
         _FINGERPRINTS[id(self)] = (self, fp)
         return fp
@@ -97,6 +101,13 @@ def _number(key: str, value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise ConfigError(f"{where}: `{key}` must be a positive number, got {value!r}")
     return float(value)
+
+
+def _megabytes(key: str, value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 64:
+        raise ConfigError(f"{where}: `{key}` must be a whole number of megabytes, at least "
+                          f"64, got {value!r}")
+    return value
 
 
 def _fraction(key: str, value: Any, where: str) -> float:
@@ -246,6 +257,8 @@ OPTIONS = {
     "defines": ("defines", _defines),
     "include-dirs": ("include_dirs", _str_list),
     "parse-notices": ("parse_notices", _bool),
+    "memory-limit-mb": ("memory_limit_mb", _megabytes),
+    "time-limit-s": ("time_limit_s", _number),
     "python-compile-apis": ("python_compile_apis", _compile_apis),
 }
 

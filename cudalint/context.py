@@ -32,6 +32,8 @@ class UnitContext:
         self.unit = unit
         self.settings = settings
         self._analyses: dict[Any, Any] = {}
+        # (unit byte offset, message): what an analysis could not do, said as a CL000
+        self.notices: list[tuple[int, str]] = []
 
     @cached_property
     def tree(self) -> Tree:

@@ -96,6 +96,7 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
                 notices.append((off, msg))
         for rule in unit_rules:
             _run(rule, ctx, unit, findings, notices)
+        notices.extend((unit.file_offset(off), msg) for off, msg in ctx.notices)
     file_rules = [r for r in rules if r.target == "file" and kind in r.file_kinds]
     if file_rules:
         fctx = FileContext(file, settings)

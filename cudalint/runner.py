@@ -66,11 +66,6 @@ def _lint_one(target: "Target", keyed: bool) -> tuple:
     return lint_bytes(target.display, data, target.settings, target.kind), key, sig, deps, ctx
 
 
-def _worker(batch: list["Target"], keyed: bool) -> list[tuple]:
-    _tune_gc()
-    return [_lint_one(t, keyed) for t in batch]
-
-
 GC_THRESHOLD = (10000, 10, 10)
 
 
@@ -110,22 +105,159 @@ def _chunks(targets: list["Target"], todo: list[int], jobs: int) -> list[list[in
 def _parallel(targets: list["Target"], todo: list[int], jobs: int, keyed: bool
               ) -> dict[int, tuple]:
     import gc
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from functools import partial
     _preload()
     chunks = _chunks(targets, todo, jobs)
-    done: dict[int, tuple] = {}
+    memory = max(targets[i].settings.memory_limit_mb for i in todo)
     gc.freeze()            # what is imported now is never collected: the workers skip it
     try:
-        ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=ctx) as pool:
-            for chunk, out in zip(chunks, pool.map(partial(_worker, keyed=keyed),
-                                                   [[targets[i] for i in c] for c in chunks])):
-                done.update(zip(chunk, out))
+        return _Workers(targets, keyed, memory).run(chunks, min(jobs, len(chunks)))
     finally:
         gc.unfreeze()
-    return done
+
+
+def _serve(conn, targets: list["Target"], keyed: bool, memory_mb: int) -> None:
+    """A worker process: chunks of indices in, one ``(index, result)`` out per file, so
+    that the parent knows which file it was on if it dies."""
+    import signal
+    from cudalint.analysis.fp import clang_process
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it closes the pipe
+    clang_process.limit_memory(memory_mb)
+    _tune_gc()
+    try:
+        while True:
+            try:
+                chunk = conn.recv()
+            except (EOFError, OSError):
+                return
+            for i in chunk:
+                try:
+                    out = _lint_one(targets[i], keyed)
+                except Exception as exc:  # noqa: BLE001 (MemoryError outside a rule, say)
+                    out = _lost(targets[i], f"its analysis failed ({type(exc).__name__}: "
+                                            f"{exc})")
+                conn.send((i, out))
+    finally:
+        clang_process.stop(kill=False)     # exits at EOF; reaped here (its CPU time counts)
+
+
+def _lost(target: "Target", why: str) -> tuple:
+    from cudalint.engine import lint_unreadable
+    return lint_unreadable(target.display, f"not analysed: {why}; the other files' "
+                                           "findings are complete", target.settings), \
+        None, None, (), b""
+
+
+class _Workers:
+    """Worker processes forked from this one (they share what it imported), fed chunks of
+    files. A worker that dies (a signal, an abort, its memory budget) or spends more than
+    the file's ``time_limit_s`` on one file costs that file a CL000; its other files go
+    to a fresh worker, and every other file's findings are reported."""
+
+    def __init__(self, targets: list["Target"], keyed: bool, memory_mb: int):
+        import multiprocessing
+        self.ctx = multiprocessing.get_context("fork")
+        self.targets = targets
+        self.keyed = keyed
+        self.memory_mb = memory_mb
+
+    def _start(self) -> dict:
+        conn, child = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_serve, args=(child, self.targets, self.keyed,
+                                                     self.memory_mb), daemon=True)
+        proc.start()
+        child.close()
+        return {"proc": proc, "conn": conn, "pending": [], "since": 0.0}
+
+    def run(self, chunks: list[list[int]], n: int) -> dict[int, tuple]:
+        from multiprocessing.connection import wait
+        queue = [list(c) for c in chunks]
+        queue.reverse()                         # pop() from the end: the first chunk
+        done: dict[int, tuple] = {}
+        workers = [self._start() for _ in range(n)]
+        try:
+            for w in workers:
+                self._feed(w, queue)
+            while any(w["pending"] for w in workers):
+                busy = [w for w in workers if w["pending"]]
+                now = time.monotonic()
+                left = min(w["since"] + self._limit(w) - now for w in busy)
+                ready = wait([w["conn"] for w in busy] + [w["proc"].sentinel for w in busy],
+                             timeout=max(0.0, left))
+                for k, w in enumerate(workers):
+                    if not w["pending"]:
+                        continue
+                    if w["conn"] in ready or w["proc"].sentinel in ready:
+                        if not self._receive(w, done):
+                            workers[k] = self._replace(w, done, queue, self._died(w))
+                            continue
+                    elif time.monotonic() - w["since"] > self._limit(w):
+                        workers[k] = self._replace(
+                            w, done, queue, f"it took more than {self._limit(w):g} s "
+                                            "(time-limit-s)")
+                        continue
+                    if not w["pending"]:
+                        self._feed(w, queue)
+        finally:
+            for w in workers:
+                w["conn"].close()
+                w["proc"].join(1)
+                if w["proc"].is_alive():
+                    w["proc"].kill()
+                    w["proc"].join()
+        return done
+
+    def _limit(self, w: dict) -> float:
+        return self.targets[w["pending"][0]].settings.time_limit_s
+
+    def _feed(self, w: dict, queue: list[list[int]]) -> None:
+        if queue:
+            w["pending"] = queue.pop()
+            w["since"] = time.monotonic()
+            w["conn"].send(w["pending"])
+
+    def _receive(self, w: dict, done: dict[int, tuple]) -> bool:
+        """Take every result the worker sent; False once it is gone."""
+        try:
+            while w["conn"].poll():
+                i, out = w["conn"].recv()
+                done[i] = out
+                w["pending"].remove(i)
+                w["since"] = time.monotonic()
+                if not w["pending"]:
+                    return True
+        except (EOFError, OSError):
+            return False
+        return w["proc"].is_alive() or not w["pending"]
+
+    def _died(self, w: dict) -> str:
+        w["proc"].join(5)
+        code = w["proc"].exitcode
+        if code is not None and code < 0:
+            import signal
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"its worker process was ended by {name}" + (
+                " (killed: out of memory?)" if name == "SIGKILL" else
+                " (an abort)" if name == "SIGABRT" else "")
+        return f"its worker process exited (status {code}; out of memory-limit-mb?)"
+
+    def _replace(self, w: dict, done: dict[int, tuple], queue: list[list[int]],
+                 why: str) -> dict:
+        """The file the worker was on gets a CL000; the rest of its chunk goes back in
+        the queue and a fresh worker takes the next chunk."""
+        if w["proc"].is_alive():
+            w["proc"].kill()
+        w["proc"].join()
+        w["conn"].close()
+        lost, rest = w["pending"][0], w["pending"][1:]
+        done[lost] = _lost(self.targets[lost], why)
+        if rest:
+            queue.append(rest)
+        fresh = self._start()
+        self._feed(fresh, queue)
+        return fresh
 
 
 def _name(target: "Target") -> str:

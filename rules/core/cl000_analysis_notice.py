@@ -6,7 +6,9 @@ class AnalysisNotice(Rule):
     Tells you that cudalint could not analyse a file, an embedded kernel or a region of
     one: a binary or non-UTF-8 file, a Python file that does not parse, a kernel string
     built at run time, a region of a kernel the parser could not read (usually a macro),
-    or an internal error in a rule.
+    or an internal error in a rule; a file whose analysis crashed its worker process or
+    passed `memory-limit-mb` or `time-limit-s`; a unit whose floating-point types libclang
+    could not give (it aborted, or a macro expands to more than a million tokens).
 
     ## Why is this bad?
     Code that is not analysed is code no other rule can speak for. cudalint stays silent

@@ -8,7 +8,10 @@ def unit_fp_facts(ctx) -> FpFacts:
     """libclang facts for the unit, shared by CL402 and CL403 (one parse per unit)."""
     if not any(fn.is_device for fn in ctx.model.functions):
         return FpFacts("none")
-    return fp_facts(ctx.unit.data, ctx)
+    facts = fp_facts(ctx.unit.data, ctx)
+    if facts.notice:
+        ctx.notices.append((0, facts.notice))
+    return facts
 
 
 class DoublePromotion(Rule):

@@ -260,3 +260,66 @@ def _on_big_stack(fn, size: int):
     if "error" in out:
         raise out["error"]              # type: ignore[misc]
     return out["value"]
+
+
+# clang expands macros in full: `#define M1 (M0 + M0)` ... `#define M24 (M23 + M23)` and one
+# use of M24 is 2**24 copies of M0, "LLVM ERROR: out of memory" (an abort) after several
+# GB (measured: 107, 218 and 660 MB at 18, 20 and 22 levels); at 16 to 18 levels the parse
+# takes minutes, and a chain of `-1 -1 ...` nests deeper than any stack (fuzz, 2026-11-24:
+# a segfault). What every object-like macro expands to is counted first, in tokens,
+# without expanding anything; past this budget the unit is not given to libclang. Over
+# /tmp/real the largest expansion is under 16,000 tokens (apex group_norm/macros.h), the
+# next under 2,000. Below the budget, the expansion sizes the parse's stack like nesting.
+MACRO_TOKENS_MAX = 1 << 16
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\([^)\n]*\))?"
+                     rb"((?:[^\n\\]|\\(?:\r?\n)?)*)", re.M)
+_TOKEN = re.compile(rb"\w+|[^\w\s]")
+
+
+def macro_expansion(src: bytes) -> tuple[str | None, int]:
+    """(the first macro whose expansion passes :data:`MACRO_TOKENS_MAX` tokens or None,
+    the largest expansion counted). Each name counts once per definition (the last one);
+    a name that refers back to itself counts 1, as the preprocessor stops there."""
+    if b"define" not in src:
+        return None, 0
+    lines = src.replace(b"\r", b"\n")        # clang ends a line at a lone CR too
+    defs = {m.group(1): _TOKEN.findall(m.group(3)) for m in _DEFINE.finditer(lines)}
+    if len(defs) < 2:
+        return None, 0
+    sizes: dict[bytes, int] = {}
+    cap = MACRO_TOKENS_MAX + 1
+    largest = 0
+    for root in defs:
+        if root in sizes:
+            continue
+        stack = [(root, 0)]
+        open_ = {root}
+        while stack:                    # depth-first, no recursion: chains may be long
+            name, i = stack[-1]
+            toks = defs[name]
+            while i < len(toks) and (toks[i] not in defs or toks[i] in sizes
+                                     or toks[i] in open_):
+                i += 1
+            if i < len(toks):
+                stack[-1] = (name, i + 1)
+                stack.append((toks[i], 0))
+                open_.add(toks[i])
+                continue
+            total = 0
+            for t in toks:
+                total += sizes.get(t, 1)
+                if total >= cap:
+                    break
+            sizes[name] = min(total, cap)
+            largest = max(largest, sizes[name])
+            open_.discard(name)
+            stack.pop()
+            if sizes[name] >= cap:
+                return name.decode("latin-1"), largest
+    return None, largest
+
+
+def stack_for_expansion(tokens: int) -> int:
+    """Stack bytes for a parse in which a macro expands to ``tokens`` tokens (a level of
+    nesting each, at worst)."""
+    return min(_STACK_MAX, tokens * _STACK_PER_LEVEL)

@@ -38,6 +38,7 @@ class FpFacts:
     promotions: list[Promotion] = field(default_factory=list)
     contractions: list[Contraction] = field(default_factory=list)
     note: str | None = None
+    notice: str | None = None   # why the unit was not analysed, said as a CL000
 
 
 def exactly_float(value: float) -> bool:

@@ -4,7 +4,8 @@
 The semantic engine is libclang (the ``libclang`` wheel): the unit is parsed as CUDA
 device code, with a small shim of CUDA keywords, built-in variables and math-function
 overloads in place of the toolkit's headers, so no CUDA installation is needed (the
-session: :mod:`clang_session`). ``#include`` lines are blanked (same length,
+session: :mod:`clang_session`; it runs in a helper process, :mod:`clang_process`, so
+that an abort inside libclang costs one unit's facts and not the run). ``#include`` lines are blanked (same length,
 offsets kept): names from headers stay unknown, their expressions get no type, and the
 rules stay silent there. Typedefs, ``auto``, templates (instantiated ones) and overloaded
 math functions are resolved by clang.
@@ -28,9 +29,12 @@ import math
 import re
 from bisect import bisect_left
 
-from cudalint.analysis.fp.clang_session import (_ANGLE_CHAIN, _DOUBLE_MATH, _index,
-                                                _on_big_stack, _parse, _shim_decls,
-                                                _stack_for)
+from cudalint.analysis.fp import clang_process
+from cudalint.analysis.fp.clang_session import (_ANGLE_CHAIN, _DOUBLE_MATH,
+                                                MACRO_TOKENS_MAX, _index, _on_big_stack,
+                                                _parse, _parse_setup, _shim_decls,
+                                                _stack_for, macro_expansion,
+                                                stack_for_expansion)
 from cudalint.analysis.fp.facts import (Contraction, FpFacts, Promotion, exactly_float,
                                         literal_value)
 
@@ -91,7 +95,6 @@ def fp_facts(unit_data: bytes, tree_facts=None, want_contractions: bool = True) 
         facts = ts_facts(tree_facts) if tree_facts is not None else FpFacts("tree-sitter")
         facts.note = "libclang unavailable: types from declarations only"
         return facts
-    ci, idx = got
     plan = None
     src = unit_data
     if tree_facts is not None:
@@ -118,18 +121,37 @@ def fp_facts(unit_data: bytes, tree_facts=None, want_contractions: bool = True) 
     if stack is None:
         return FpFacts("libclang", note="expressions nested too deeply for libclang; "
                                         "the unit was not analysed")
-
-    def work() -> FpFacts:
-        tu = _parse(idx, src)
-        return _ClangWalk(ci, src, plan).run(tu, want_contractions)
+    blown, expansion = macro_expansion(src)
+    if blown is not None:
+        return FpFacts("libclang", notice=f"macro `{blown}` expands to more than "
+                                          f"{MACRO_TOKENS_MAX:,} tokens; the unit's "
+                                          "floating-point types were not analysed")
+    stack = max(stack, stack_for_expansion(expansion))
+    settings = getattr(tree_facts, "settings", None)
+    _parse_setup()              # the PCH and the shim's size, made once before the fork:
+    _shim_decls()               # a helper started again after a crash inherits them
     try:
-        facts = _on_big_stack(work, stack)
+        facts = clang_process.call(
+            _clang_work, (src, plan, want_contractions, stack),
+            getattr(settings, "memory_limit_mb", None), getattr(settings, "time_limit_s", None))
+    except clang_process.HelperDied as exc:
+        return FpFacts("libclang", notice=str(exc))
     except Exception as exc:    # libclang raises TranslationUnitLoadError on hard failures
         return FpFacts("libclang", note=f"libclang could not parse the unit: {exc}")
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = facts
     return facts
+
+
+def _clang_work(src: bytes, plan, want_contractions: bool, stack: int) -> FpFacts:
+    """Parse and walk one unit: what the libclang helper process runs."""
+    ci, idx = _index()
+
+    def work() -> FpFacts:
+        tu = _parse(idx, src)
+        return _ClangWalk(ci, src, plan).run(tu, want_contractions)
+    return _on_big_stack(work, stack)
 
 
 class _ClangWalk:
