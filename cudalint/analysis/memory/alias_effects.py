@@ -26,6 +26,7 @@ a warp (warp-uniform loads are never reported: issue 20).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -134,6 +135,8 @@ class _Kernel:
         self.facts = ctx.analysis(PointerAccess)
         self.parent = self.facts.body_facts(fn).parent
         self.accesses = {a.param.name: a for a in self.facts.kernel_params(fn)}
+        self._contexts: dict[int, tuple[Node | None, bool]] = {}
+        self._loops: dict[int, Node | None] = {}
 
     def in_body(self, n: Node) -> bool:
         body = self.fn.body
@@ -146,6 +149,8 @@ class _Kernel:
         out: dict[str, list[int]] = {}
         for t in captures(_TARGETS, self.fn.body).get("t", []):
             out.setdefault(text(t), []).append(t.start_byte)
+        for sites in out.values():
+            sites.sort()
         return out
 
     @cached_property
@@ -181,8 +186,10 @@ class _Kernel:
 
     def modified_between(self, names: set[str], start: int, end: int) -> bool:
         for name in names:
-            for pos in self.modifications.get(name, ()):
-                if start <= pos < end:
+            sites = self.modifications.get(name)
+            if sites:
+                i = bisect_left(sites, start)
+                if i < len(sites) and sites[i] < end:
                     return True
         return False
 
@@ -223,13 +230,59 @@ class _Kernel:
                 return None
             cur = up
 
-    def block_of(self, n: Node) -> Node | None:
-        cur = self.parent(n)
-        while cur is not None and cur.type != "compound_statement":
-            if cur.type in _CONDITIONAL:
-                return None
-            cur = self.parent(cur)
-        return cur
+    def statement_context(self, n: Node) -> tuple[Node | None, bool]:
+        """(the innermost block around ``n``, whether every evaluation of the block's
+        statement holding ``n`` evaluates ``n``). Memoised for every node on the way up:
+        a load deep in a long sum is walked once, not once per load (quadratic)."""
+        memo = self._contexts
+        chain: list[tuple[Node, Node]] = []
+        cur = n
+        while True:
+            found = memo.get(cur.id)
+            if found is not None:
+                break
+            up = self.parent(cur)
+            if up is None:
+                found = memo[cur.id] = (None, False)
+                break
+            if up.type == "compound_statement":
+                found = memo[cur.id] = (up, True)
+                break
+            chain.append((cur, up))
+            cur = up
+        block, unconditional = found
+        for child, up in reversed(chain):
+            if up.type in _CONDITIONAL or (
+                    up.type == "binary_expression" and
+                    text(up.child_by_field_name("operator")) in ("&&", "||") and
+                    up.child_by_field_name("left").id != child.id):
+                unconditional = False
+            memo[child.id] = (block, unconditional)
+        return memo[n.id]
+
+    def nearest_loop(self, n: Node) -> Node | None:
+        """The innermost loop around ``n`` in the body (memoised like statement_context)."""
+        memo = self._loops
+        body = self.fn.body.id
+        chain = []
+        cur = n
+        while True:
+            if cur.id in memo:
+                found = memo[cur.id]
+                break
+            up = self.parent(cur)
+            if up is None or up.id == body:
+                found = None
+                break
+            if up.type in _LOOPS:
+                found = up
+                break
+            chain.append(cur)
+            cur = up
+        memo[cur.id] = found
+        for x in chain:
+            memo[x.id] = found
+        return found
 
     def effects(self) -> KernelEffects:
         out = KernelEffects()
@@ -275,45 +328,44 @@ class _Kernel:
                 stores = self.store_points(acc.param.name)
                 if not stores:
                     return None
+                positions = [pos for pos, _ in stores]
             names = {text(i) for i in _identifiers(loads[0])}
             by_block: dict[int, list[Node]] = {}
             for n in loads:
-                block = self.block_of(n)
-                if block is not None and self.unconditional_statement(n, block) is not None:
+                block, unconditional = self.statement_context(n)
+                if block is not None and unconditional:
                     by_block.setdefault(block.id, []).append(n)
             for chain in by_block.values():
                 chain.sort(key=lambda x: x.start_byte)
-                count, kept, why = 1, [chain[0]], []
+                runs: list[tuple[list[Node], list[str]]] = [([chain[0]], [])]
                 for a, b in zip(chain, chain[1:]):
                     if self.modified_between(names, a.end_byte, b.start_byte):
-                        count, kept, why = 1, [b], []       # a different element now
+                        runs.append(([b], []))              # a different element now
                         continue
-                    between = [w for pos, w in stores if a.start_byte < pos < b.start_byte]
-                    if between:
-                        count += 1
+                    lo = bisect_right(positions, a.start_byte)
+                    hi = bisect_left(positions, b.start_byte)
+                    if lo < hi:                            # a store or barrier between
+                        kept, why = runs[-1]
                         kept.append(b)
-                        why.extend(w for w in between if w not in why)
-                    if best is None or count > best.count:
-                        if count >= 2:
-                            best = Reload(acc.param.name, key, count, list(kept),
-                                          [w or "a barrier" for w in why],
-                                          self.inside_loop(b))
+                        for _, w in stores[lo:hi]:
+                            if w not in why:
+                                why.append(w)
+                for kept, why in runs:
+                    if len(kept) >= 2 and (best is None or len(kept) > best.count):
+                        best = Reload(acc.param.name, key, len(kept), kept,
+                                      [w or "a barrier" for w in why],
+                                      self.inside_loop(kept[-1]))
         return best
 
     def inside_loop(self, n: Node) -> bool:
-        cur = self.parent(n)
-        while cur is not None and cur.id != self.fn.body.id:
-            if cur.type in _LOOPS:
-                return True
-            cur = self.parent(cur)
-        return False
+        return self.nearest_loop(n) is not None
 
     # ---- stores kept in a loop ---------------------------------------------------------
     def kept_store(self, acc: ParamAccess) -> KeptStore | None:
         for node, _ in acc.writes:
             if node.type != "assignment_expression" or not self.in_body(node):
                 continue
-            loop = self.enclosing_loop(node)
+            loop = self.nearest_loop(node)
             if loop is None:
                 continue
             body = loop.child_by_field_name("body")
@@ -327,14 +379,6 @@ class _Kernel:
             found = self._kept(acc, loop, key, node)
             if found is not None:
                 return found
-        return None
-
-    def enclosing_loop(self, n: Node) -> Node | None:
-        cur = self.parent(n)
-        while cur is not None and cur.id != self.fn.body.id:
-            if cur.type in _LOOPS:
-                return cur
-            cur = self.parent(cur)
         return None
 
     def _kept(self, acc: ParamAccess, loop: Node, key: str, store: Node) -> KeptStore | None:
