@@ -197,6 +197,8 @@ class _Kernel:
         """Can the value of ``n`` differ between lanes of a warp? Kernel parameters,
         ``blockIdx``/``blockDim``/``gridDim``, constants and locals computed from them
         are uniform; ``threadIdx`` and what is computed from it are not."""
+        if len(seen) > 32:
+            return True                         # a chain of locals too long to follow
         params = {p.name for p in self.fn.params}
         for ident in _identifiers(n):
             name = text(ident)
