@@ -82,3 +82,33 @@ def test_setup_py_switches_are_off_by_default():
     got = _found("setup_argv.py")
     assert [g[:3] for g in got] == [(28, 24, 33)]
     assert "`-ftz=true` on unless setup.py gets --no_ftz" in got[0][3]
+
+
+def test_makefile_recipes_and_variables_positions():
+    got = _found("Makefile")
+    assert [g[:3] for g in got] == [(7, 26, 41), (10, 17, 26), (27, 12, 28)]
+    assert "nvcc commands of this Makefile" in got[0][3]
+    assert [g[:3] for g in _found("cuda.mk")] == [(3, 14, 28)]
+
+
+def test_makefile_reader_semantics():
+    from cudalint.project.build_make import make_builds
+    text = ("A ?= -O2\nA ?= --use_fast_math\n"          # ?= keeps the first value
+            "B != echo -ftz=true\n"                      # shell: unknown
+            "define RECIPE\n\tnvcc -prec-div=false\nendef\n"
+            "C = -lineinfo \\\n    -prec-sqrt=false\n"
+            "x: x.cu\n\t@$(NVCC) $(A) $(B) $(C) $(UNSET) $^\n")
+    (build,) = make_builds(text)
+    assert [f.text for f in build.flags] == ["-O2", "-lineinfo", "-prec-sqrt=false"]
+    assert build.opaque
+    assert make_builds("CFLAGS = -ffast-math\nall:\n\tgcc $(CFLAGS) a.c\n") == []
+
+
+def test_makefile_branches_of_one_block_both_count():
+    from cudalint.project.build_make import make_builds
+    text = ("ifeq ($(CC),)\n  F = -O3 --use_fast_math\nelse\n  F = -O3 -ftz=true\nendif\n"
+            "G = -prec-div=false\nG = -O2\n"                   # plain reassignment: last wins
+            "x: x.cu\n\tnvcc $(F) $(G) $^\n")
+    (build,) = make_builds(text)
+    assert [f.text for f in build.flags] == ["-O3", "--use_fast_math", "-O3", "-ftz=true",
+                                            "-O2"]

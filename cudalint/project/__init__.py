@@ -7,9 +7,10 @@ run (memoised by file signature) and hands them to the model and the analyses:
 - ``includes``: the project headers a file includes (quoted includes, relative to the
   includer), the integer constants they define, and the digest the result cache keys on.
 - ``build``: one compilation description (its flags with their offsets, its sources).
-- ``build_python``, ``build_cmake``, ``build_toml``: the readers of setup.py, torch
-  ``load``/``load_inline``, CuPy and PyCUDA calls; of CMakeLists.txt; of pyproject.toml.
-  Read by CL401.
+- ``build_python``, ``build_cmake``, ``build_toml``, ``build_make``: the readers of
+  setup.py, torch ``load``/``load_inline``, CuPy and PyCUDA calls; of CMakeLists.txt; of
+  pyproject.toml; of GNU Makefiles. Read by CL401 (Makefiles by CL401 only: they are not
+  among the build files ``buildflags`` looks up for a unit).
 - ``buildflags``: the build files that apply to a source file, the nvcc settings of a
   unit, and the build files' digest. Read by CL402/CL404 and the runner (the digest keys
   the result cache); CL401 takes its pre-check words from it.

@@ -31,6 +31,8 @@ PYTHON_SUFFIXES = frozenset({".py", ".pyi"})
 CMAKE_NAMES = frozenset({"cmakelists.txt"})
 CMAKE_SUFFIXES = frozenset({".cmake"})
 TOML_NAMES = frozenset({"pyproject.toml"})
+MAKE_NAMES = frozenset({"makefile", "gnumakefile"})
+MAKE_SUFFIXES = frozenset({".mk"})
 
 
 def file_kind(path: str | Path) -> str | None:
@@ -44,6 +46,8 @@ def file_kind(path: str | Path) -> str | None:
         return "cmake"
     if name in TOML_NAMES:
         return "toml"
+    if name in MAKE_NAMES or suffix in MAKE_SUFFIXES:
+        return "make"
     return None
 
 
@@ -51,7 +55,7 @@ def file_kind(path: str | Path) -> str | None:
 class SourceFile:
     path: str                  # as displayed (relative to the working directory when possible)
     text: str
-    kind: str                  # "cuda" | "python" | "cmake" | "toml"
+    kind: str                  # "cuda" | "python" | "cmake" | "toml" | "make"
 
     @cached_property
     def line_starts(self) -> list[int]:

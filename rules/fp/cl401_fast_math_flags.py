@@ -1,4 +1,5 @@
 from cudalint.project.build_cmake import cmake_builds
+from cudalint.project.build_make import make_builds
 from cudalint.project.build_python import python_builds
 from cudalint.project.build_toml import toml_builds
 from cudalint.project.buildflags import FAST_MATH_WORDS
@@ -14,9 +15,14 @@ class FastMathFlags(Rule):
     `CUDAExtension` in `setup.py`, `extra_cuda_cflags` of torch `load()`/`load_inline()`,
     CuPy `RawKernel`/`RawModule` and PyCUDA `SourceModule` `options`, `CMAKE_CUDA_FLAGS`,
     `CUDA_NVCC_FLAGS` and `target_compile_options($<$<COMPILE_LANGUAGE:CUDA>:...>)` in
-    CMake, and cmake arguments in `pyproject.toml`. The message names the units the flag
-    builds and the changes that survive the rest of the command line (an explicit
-    `-ftz=false` keeps denormals even after `--use_fast_math`, whatever the order).
+    CMake, cmake arguments in `pyproject.toml`, and GNU Makefiles (nvcc recipe lines and
+    the variables they expand, such as `NVCC_FLAGS = ... --use_fast_math`). A flag under a
+    condition the build file decides from its defaults (`os.getenv("FAST_MATH", "1")`,
+    a CMake `option()`, a setup.py command-line switch) is reported when the defaults make
+    it active, with a note ("on unless FAST_MATH=0"), and not reported when they do not.
+    The message names the units the flag builds and the changes that survive the rest of
+    the command line (an explicit `-ftz=false` keeps denormals even after
+    `--use_fast_math`, whatever the order).
 
     ## Why is this bad?
     `--use_fast_math` implies `-ftz=true -prec-div=false -prec-sqrt=false -fmad=true` and
@@ -49,7 +55,7 @@ class FastMathFlags(Rule):
     name = "fast-math-flags"
     severity = "warning"
     target = "file"
-    file_kinds = frozenset({"python", "cmake", "toml"})
+    file_kinds = frozenset({"python", "cmake", "toml", "make"})
 
     def check(self, ctx):
         text = ctx.file.text
@@ -60,6 +66,8 @@ class FastMathFlags(Rule):
             builds = python_builds(text, ctx.file.path)
         elif kind == "cmake":
             builds = cmake_builds(text, ctx.file.path)
+        elif kind == "make":
+            builds = make_builds(text, ctx.file.path)
         else:
             builds = toml_builds(text, ctx.file.path)
         by_span: dict[tuple[int, int], tuple[str, list[str], list[str]]] = {}
