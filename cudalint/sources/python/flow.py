@@ -168,9 +168,12 @@ class Flow:
         """(def, the scope it is defined in) for a call of a function of the module, or
         of ``self.name`` / ``cls.name`` inside a method of the class that defines it."""
         if isinstance(fn, ast.Name):
-            saved = self.why
+            saved, self.why = self.why, None
             found = self.lookup(fn.id, scope, getattr(fn, "lineno", 1 << 30), 0)
+            imported = self.why if self.why and " is imported" in self.why else None
             self.why = saved
+            if imported:
+                self.fail(imported)       # a helper of another module: say so
             if found is not None and len(found[1]) == 1 and isinstance(
                     found[1][0].value, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 return found[1][0].value, found[0]

@@ -88,12 +88,14 @@ class Snippets:
         return self.ex.string(e, scope)
 
     def _const(self, call, pos, kw, scope, what: str) -> str | None:
+        """A string argument whose value matters but whose place does not (parameter
+        lists): followed as a source is (joins, helpers, branches), text only."""
         e = arg(call, pos, kw)
-        v = self.ex.const(e, scope) if e is not None else None
-        if not isinstance(v, str):
-            self.ex.fail(f"the {what} is not a constant string")
+        v = self.ex.string(e, scope) if e is not None else None
+        if v is None:
+            self.ex.fail(f"the {what} is not a string known without running the program")
             return None
-        return v
+        return v.text
 
     def _name(self, call, api: CompileApi, scope) -> str:
         e = arg(call, api.name.pos, api.name.kw) if api.name else None
