@@ -215,6 +215,19 @@ def test_parameters_from_the_module_callers():
     assert ops[1].startswith("y = x[i] * (T)sizeof(__cudalint_opaque_")
 
 
+def test_chain_with_another_modules_part_reads_the_rest():
+    ex = _ex("""
+        import cupy
+        from ._shared import declarations
+        def kernel():
+            code = declarations(3)
+            code += 'y = __shfl_down(x, 1);'
+            return cupy.ElementwiseKernel('T x', 'T y', code, 'k')
+        """)
+    [k] = ex.kernels
+    assert k.text.split("{\n")[-1].startswith("\ny = __shfl_down(x, 1);")
+
+
 def test_unread_reasons():
     ex = _ex("""
         import cupy

@@ -25,6 +25,8 @@ _READERS = {"open", "io.open", "pkgutil.get_data", "codecs.open"}
 _READ_METHODS = {"read", "read_text", "read_bytes", "readlines"}
 
 MAX_DEPTH = 24          # name/expression resolution depth
+# reasons no reading of this file can lift (a branch or a parameter may be read again)
+_UNKNOWABLE = (" is imported", "returned by `", "read from a file")
 # string expressions followed for one compile call: loops unrolled inside inlined calls
 # inside loops multiply, and a hostile file must not make one call cost seconds (the
 # most a call of the corpus takes is 110, pycuda's and cupy's ndimage generators)
@@ -214,6 +216,7 @@ class Extractor(Flow):
                 return None
             owner, binds = found
             vals: list[MStr] = []
+            unknown = 0
             k = 0
             while k < len(binds):
                 b = binds[k]
@@ -223,11 +226,23 @@ class Extractor(Flow):
                     part = self.unroll(b.loop, group, owner, depth)
                 else:
                     k += 1
+                    saved, self.why = self.why, None
                     part = self.string(b.value, owner, depth + 1) \
                         if isinstance(b.value, ast.expr) else None
+                    if part is None and len(binds) > 1 and self.why is not None and \
+                            any(w in self.why for w in _UNKNOWABLE):
+                        # one part of a += chain that no reading can know (another
+                        # module's helper, a file): opaque, as one side of a + is
+                        part = MStr.synthetic("\n") if not vals or \
+                            vals[-1].text.endswith("\n") else self.opaque.token()
+                        unknown += 1
+                    self.why = saved if self.why is None else self.why if saved is None \
+                        else saved
                 if part is None:
                     return None
                 vals.append(part)
+            if unknown and unknown == len(vals):
+                return None
             return MStr.concat(vals) if len(vals) > 1 else vals[0] if vals else None
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
             return self.concat(expr, scope, depth)
