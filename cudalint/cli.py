@@ -216,11 +216,11 @@ def _overrides(args) -> dict:
     for name in ("select", "ignore", "extend_select"):
         value = getattr(args, name)
         if value is not None:
-            from cudalint.selection import unknown_selectors
+            from cudalint.selection import selector_error, unknown_selectors
             bad = unknown_selectors(tuple(value))
             if bad:
-                raise UsageError(f"unknown rule selector `{bad[0]}` in --{name.replace('_', '-')}"
-                                 " (see `cudalint rule --all`)")
+                raise UsageError(selector_error(bad[0], f"--{name.replace('_', '-')}",
+                                                "command line"))
             o[name] = tuple(value)
     try:
         if args.arch:
@@ -266,7 +266,9 @@ def _check(args) -> int:
 
     if args.diff and args.fix is None:
         args.fix = True
-    resolver = ConfigResolver(_overrides(args), Path(args.config) if args.config else None)
+    from cudalint.selection import check_settings
+    resolver = ConfigResolver(_overrides(args), Path(args.config) if args.config else None,
+                              check=check_settings)
     paths = args.paths or (["-"] if args.stdin_filename else ["."])
     stdin_mode = paths == ["-"]
 

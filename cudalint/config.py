@@ -10,7 +10,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 CONFIG_NAMES = ("cudalint.toml", ".cudalint.toml", "pyproject.toml")
 DEFAULT_EXCLUDE = [
@@ -119,12 +119,33 @@ def _fraction(key: str, value: Any, where: str) -> float:
     return v
 
 
+# The real GPU architectures some nvcc release accepts in -arch=sm_XX (nvcc --list-gpu-arch
+# of CUDA 8 through 13); 'a' and 'f' suffixes exist from sm_90 and sm_100. The occupancy
+# table (analysis/ptxas/occupancy.py, above this module) covers a subset; a test keeps it
+# inside this one.
+NVCC_ARCHS = ("sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50", "sm_52",
+              "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",
+              "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_101", "sm_103",
+              "sm_110", "sm_120", "sm_121")
+
+
 def _arch(key: str, value: Any, where: str) -> str:
     if not isinstance(value, str) or not value.replace("sm_", "").replace("compute_", "") \
             .rstrip("af").isdigit():
         raise ConfigError(f"{where}: `{key}` must be an architecture like \"sm_90\", got "
                           f"{value!r}")
-    return "sm_" + value.split("_")[-1] if not value.startswith("sm_") else value
+    arch = "sm_" + value.split("_")[-1] if not value.startswith("sm_") else value
+    base, suffix = arch.rstrip("af"), arch[len(arch.rstrip("af")):]
+    number = int(base[3:])
+    if base not in NVCC_ARCHS or len(suffix) > 1 or (suffix == "a" and number < 90) or \
+            (suffix == "f" and number < 100):
+        import difflib
+        near = difflib.get_close_matches(base, NVCC_ARCHS, n=1, cutoff=0.0)
+        raise ConfigError(f"{where}: `{key}` is {value!r}, an architecture nvcc does not "
+                          f"know (closest: {near[0] if near else 'sm_90'}; known: "
+                          f"{', '.join(NVCC_ARCHS)}, with 'a' from sm_90 and 'f' from "
+                          "sm_100)")
+    return arch
 
 
 # A block's hardware limits, the same on every compute capability (CUDA C++ Programming
@@ -301,11 +322,21 @@ class ConfigResolver:
     """Finds the closest config for each file (cached per folder), applies CLI overrides."""
 
     def __init__(self, overrides: dict[str, Any] | None = None, forced: Path | None = None,
-                 stop_at: Path | None = None):
+                 stop_at: Path | None = None,
+                 check: Callable[[Settings], None] | None = None):
         self.overrides = overrides or {}
         self._by_dir: dict[str, Settings] = {}
-        self._forced = self._apply(load_config_file(forced) or Settings(
+        # each file's settings before the overrides: its rule selectors are checked by the
+        # caller's ``check`` (selection.check_settings; rules sit above this module)
+        self._check = check
+        self._forced = self._apply(self._load(forced) or Settings(
             config_path=str(forced), root=str(forced.parent))) if forced else None
+
+    def _load(self, path: Path) -> Settings | None:
+        settings = load_config_file(path)
+        if settings is not None and self._check is not None:
+            self._check(settings)
+        return settings
 
     def _apply(self, settings: Settings) -> Settings:
         if not self.overrides:
@@ -349,7 +380,7 @@ class ConfigResolver:
         for name in CONFIG_NAMES:
             candidate = os.path.join(folder, name)
             if os.path.isfile(candidate):
-                loaded = load_config_file(Path(candidate))
+                loaded = self._load(Path(candidate))
                 if loaded is not None:
                     settings = self._apply(loaded)
                     break
