@@ -151,3 +151,16 @@ def test_include_dirs_setting_finds_headers(tmp_path):
     assert view is not None and view.constants.get("BLOCK") == 128
     assert index.unit_view(str(src), src.read_text(), Settings(root=str(tmp_path))
                            ).constants.get("BLOCK") is None
+
+
+def test_many_invocations_are_bounded():
+    from cudalint.sources.macros import MAX_INVOCATIONS
+    macros = {"A": MacroDef("A", ("x",), "((x)+(x))")}
+    text = "__global__ void k(int* a) {\n" + "a[0] = A(A(A(1)));" * 20000 + "\n}\n"
+    e = expand_text(text, macros)
+    assert len(e.expanded) == MAX_INVOCATIONS and e.over_budget
+
+
+def test_unbalanced_invocation_stays_as_written():
+    text = "__global__ void k(int* a) { a[0] = LOOP(3; }\n"
+    assert expand_text(text, {"LOOP": LOOP}).char_map is None

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from cudalint.model.consteval import eval_int
@@ -82,10 +82,22 @@ class FileFacts:
     path: str
     includes: list[str]
     macros: list[tuple[MacroDef, int]]          # (definition, char offset of its end)
-    constants: list[tuple[str, str]]            # (name, expression) in file order
     kernels: list[str]
     raw_launches: list[tuple]                   # see _launches
     text: str = field(repr=False, default="")
+
+    @cached_property
+    def constants(self) -> list[tuple[str, str]]:
+        """(name, expression) of object-like macros, then of const/constexpr integers
+        at the start of a line: read only for headers and launchers that need them."""
+        out = [(m.name, m.body) for m, _ in self.macros if m.params is None and m.body]
+        text = self.text
+        if "const" in text:
+            for m in _CONST.finditer(text):
+                if _at_line_start(text, m.start()) or \
+                        _at_line_start(text, m.start(), "static"):
+                    out.append((m.group(1), m.group(2)))
+        return out
 
 
 def _read(path: str) -> str | None:
@@ -124,7 +136,6 @@ def scan(path: str, text: str) -> FileFacts:
     includes = [m.group(1) for m in _INCLUDE.finditer(text)
                 if _at_line_start(text, m.start())] if "include" in text else []
     macros = []
-    constants = []
     line, counted = 1, 0
     if "define" in text:
         for m in _DEFINE.finditer(text):
@@ -147,12 +158,6 @@ def scan(path: str, text: str) -> FileFacts:
             counted = m.start()
             macros.append((MacroDef(m.group(1), plist, body, variadic,
                                     f"{os.path.basename(path)}:{line}"), m.end()))
-            if plist is None and body:
-                constants.append((m.group(1), body))
-    if "const" in text:
-        for m in _CONST.finditer(text):
-            if _at_line_start(text, m.start()) or _at_line_start(text, m.start(), "static"):
-                constants.append((m.group(1), m.group(2)))
     kernels = []
     if "__global__" in text:
         for m in _GLOBAL.finditer(text):
@@ -164,8 +169,7 @@ def scan(path: str, text: str) -> FileFacts:
             if names:
                 kernels.append(names[-1])
     raw = _launches(text) if "<<<" in text else []
-    return FileFacts(path, includes, macros, constants, kernels, raw,
-                     text if raw else "")
+    return FileFacts(path, includes, macros, kernels, raw, text)
 
 
 def _launches(text: str) -> list[tuple]:
@@ -223,6 +227,8 @@ def _launches(text: str) -> list[tuple]:
 
 
 def _split_top(s: str) -> list[str]:
+    if "(" not in s and "[" not in s and "{" not in s:
+        return [part.strip() for part in s.split(",")]
     parts, depth, cur = [], 0, []
     for c in s:
         if c in "([{":
@@ -424,8 +430,10 @@ class ProjectIndex:
         env = dict(self.constants(path))
         out: dict[str, int] = {}
         for name, expr in (f.constants if f is not None else ()):
-            if '"' in expr or "{" in expr:
-                continue
+            if '"' in expr or "{" in expr or expr.startswith("__") or not (
+                    any(c.isdigit() for c in expr) or "sizeof" in expr
+                    or any(n in env for n in _IDENT.findall(expr))):
+                continue                # not an integer (an attribute, a type, a string)
             v = eval_int(expr, env)
             if v is not None:
                 env[name] = out[name] = v
@@ -458,8 +466,10 @@ class ProjectIndex:
         text = f.text
         kernels = set(self.kernel_names(path))
         out = []
+        line, counted = 1, 0
         for name, targs, config, offset, lo, hi in f.raw_launches:
-            line = text.count("\n", 0, offset) + 1
+            line += text.count("\n", counted, offset)
+            counted = offset
             block_text = config[1] if len(config) > 1 else ""
             block = self._dim3(path, block_text, text[lo:offset], env)
             targets = [name]

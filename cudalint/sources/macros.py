@@ -20,8 +20,9 @@ Function-like macros are expanded where they are invoked outside comments, strin
 preprocessor lines; object-like macros only inside those expansions (their values
 already reach the analyses as constants, and their names are what messages quote).
 Expansion is bounded (:data:`MAX_DEPTH` nested expansions, :data:`MAX_CHARS` characters
-from one invocation): an invocation past the budget stays as written and is reported
-once per unit (issue 25: beyond it the value is unknown).
+from one invocation, :data:`MAX_GROWTH` times the file and :data:`MAX_INVOCATIONS`
+invocations in all): an invocation past the budget stays as written, its meaning unknown
+to the analyses (issue 25), and the unit says so once (a CL000 with parse-notices on).
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from functools import lru_cache
 MAX_DEPTH = 32
 MAX_CHARS = 20_000          # characters one invocation may expand to
 MAX_GROWTH = 4              # the whole unit may grow to this many times the file
+MAX_INVOCATIONS = 2000      # invocations expanded in one unit (real files: under 200)
 
 _TOKEN = re.compile(r"""
     (?P<id>[A-Za-z_]\w*)
@@ -279,20 +281,26 @@ def _strip_ws(toks: list[Tok]) -> list[Tok]:
     return toks[a:b]
 
 
+_CLOSER = {"(": ")", "[": "]", "{": "}"}
+
+
 def _invocation_end(text: str, start: int) -> int | None:
     """The offset after the ``)`` closing the arguments that start at ``text[start]``
     (``(``), skipping comments and literals; None if they do not close."""
-    depth = 0
+    stack: list[str] = []
     pos = start
     n = len(text)
     while pos < n:
         c = text[pos]
         if c in "([{":
-            depth += 1
+            stack.append(_CLOSER[c])
         elif c in ")]}":
-            depth -= 1
-            if depth == 0:
+            if not stack or stack.pop() != c:
+                return None                     # brackets that do not match: leave it
+            if not stack:
                 return pos + 1
+        elif c == ";" and len(stack) == 1:
+            return None                         # a statement ends inside the arguments
         elif c in "\"'/":
             m = _SKIP.match(text, pos)
             if m and m.end() > pos:
@@ -319,19 +327,23 @@ def expand_expression(expr: str, macros: dict[str, MacroDef]) -> str | None:
     return "".join(t[1] for t in toks)
 
 
+_LOOK_BACK = 4096
+
+
 def _not_code(text: str, pos: int) -> bool:
     """Is ``pos`` in a comment, a string literal or a preprocessor line? Judged from its
     line and the last ``/*`` before it (no scan of the whole file)."""
-    start = text.rfind("\n", 0, pos) + 1
+    low = max(0, pos - _LOOK_BACK)          # bounded: a file of one long line stays linear
+    start = text.rfind("\n", low, pos) + 1 or low
     line = text[start:pos]
     if "//" in line or (line.count('"') - line.count('\\"')) % 2:
         return True
     first = start
-    while first > 1 and text[first - 2] == "\\":         # a continued line
-        first = text.rfind("\n", 0, first - 1) + 1
+    while first > low + 1 and text[first - 2] == "\\":  # a continued line
+        first = text.rfind("\n", low, first - 1) + 1 or low
     if text[first:pos].lstrip().startswith("#"):
         return True
-    k = text.rfind("/*", 0, pos)
+    k = text.rfind("/*", low, pos)
     return k >= 0 and text.find("*/", k, pos) < 0
 
 
@@ -440,6 +452,9 @@ def expand_text(text: str, macros: dict[str, MacroDef],
         end = _invocation_end(text, pos)
         if end is None:
             continue
+        if len(result.expanded) >= MAX_INVOCATIONS:
+            result.over_budget.append((start, name))
+            break                               # the rest stays as written
         toks = _tokens(text[start:end], start)
         try:
             out = expander.expand(toks, frozenset(), 0)
@@ -448,7 +463,7 @@ def expand_text(text: str, macros: dict[str, MacroDef],
             continue
         size = sum(len(t[1]) for t in out)
         grown += size
-        if grown > budget:
+        if grown > budget or len(result.expanded) >= MAX_INVOCATIONS:
             result.over_budget.append((start, name))
             continue
         pieces.append((text[last:start], last))
