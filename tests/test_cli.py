@@ -363,14 +363,14 @@ def test_python_file_rules_locate_after_form_feed_and_line_separator(proj, capsy
     """ast counts lines by \\n only; a form feed or U+2028 inside a line must not shift
     the row of a finding from a Python file rule (CL501), and columns count characters."""
     (proj / "m.py").write_text("import torch\n# a form feed \x0c here\n"
-                               "s = 'sep \u2028 é'\nconv = torch.nn.Conv2d(3, 30, 3)  # é\n",
+                               "s = 'sep \u2028 é'\nconv = torch.nn.Conv2d(12, 30, 3)  # é\n",
                                encoding="utf-8")
     code, out, _ = cli(capsys, "m.py", "--select", "CL501", "--output-format", "json",
                        "--no-cache")
     assert code == 1
     got = sorted((d["location"]["row"], d["location"]["column"], d["end_location"]["column"])
                  for d in json.loads(out))
-    assert got == [(4, 24, 25), (4, 27, 29)]
+    assert got == [(4, 24, 26), (4, 28, 30)]
 
 
 def test_lines_named_in_messages_are_file_lines_inside_python_strings(proj, capsys):
