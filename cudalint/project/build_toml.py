@@ -12,6 +12,7 @@ from cudalint.project.nvcc_flags import Flag, split_words
 _CMAKE_FLAG_VARS = ("CMAKE_CUDA_FLAGS", "CUDA_NVCC_FLAGS")
 _TOML_STRING = re.compile(r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|'
                           r"'[^'\n]*'", re.S)
+_KEY_BEFORE = re.compile(r"\s*=\s*([A-Za-z0-9_\-]+)")    # `name = ` read backwards
 _TOML_KEYS = re.compile(r"^\s*([A-Za-z0-9_.\-\"' ]+?)\s*=", re.M)
 
 
@@ -42,10 +43,12 @@ def _toml_strings(text: str) -> list[tuple[str, int, int, str]]:
             q = 3 if sm.group().startswith(('"""', "'''")) else 1
             raw = sm.group()[q:-q]
             prefix = line[:sm.start()]
-            # key of an inline table entry: `{CMAKE_CUDA_FLAGS = "..."}`
-            inline = re.search(r"([A-Za-z0-9_\-]+)\s*=\s*$", prefix)
-            kp = key_path + "." + inline.group(1) if inline and km and \
-                inline.start() > km.end() else key_path
+            # key of an inline table entry: `{CMAKE_CUDA_FLAGS = "..."}`; matched on the
+            # reversed prefix (a search for `name = $` retries every start: quadratic on
+            # a 40 KB run of letters, minutes in a fuzz run)
+            inline = _KEY_BEFORE.match(prefix[::-1])
+            kp = key_path + "." + inline.group(1)[::-1] if inline and km and \
+                len(prefix) - inline.end() > km.end() else key_path
             if "#" in prefix and prefix.rfind("#") > prefix.rfind('"'):
                 continue
             value = _toml_unescape(raw) if "\\" in raw and sm.group()[0] == '"' else raw
