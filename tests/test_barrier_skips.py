@@ -109,3 +109,45 @@ def test_recorded_hangs_are_cl103():
     for r in recs:
         if r["kernel"] in hung:
             assert "CL103" in r["model"] and "CL106" not in r["model"]
+
+
+def test_device_function_early_return_then_caller_barrier():
+    """The threads returning early from a device function go on in the kernel and wait
+    at its barrier: mismatched (the run inlines the call); with no barrier after the
+    call in any kernel, only CL106."""
+    stage = ("__device__ void stage(float* s, const float* in, int n) {\n"
+             "    if (threadIdx.x >= n) return;\n"
+             "    s[threadIdx.x] = in[threadIdx.x];\n"
+             "    __syncthreads();\n"
+             "    s[threadIdx.x] += s[(threadIdx.x + 1) % n];\n"
+             "}\n")
+    kernel = ("__global__ void k(float* out, const float* in) {\n"
+              "    __shared__ float s[128];\n"
+              "    stage(s, in, 64);\n"
+              "    %s\n"
+              "    out[threadIdx.x] = s[threadIdx.x %% 64];\n"
+              "}\n"
+              "void h(float* o, const float* in) { k<<<1, 128>>>(o, in); }\n")
+    assert _codes(stage + kernel % "__syncthreads();") == [(4, "CL103")]
+    assert _codes(stage + kernel % "") == [(4, "CL106")]
+
+
+def test_early_return_after_another_barrier_is_mismatched():
+    """Threads that wait at a barrier of their own and then return: the others' barrier
+    after the branch is mismatched with theirs (the run shows it; an early return is
+    not always an exit without a barrier)."""
+    src = ("__global__ void k(float* out, const float* in) {\n"
+           "    __shared__ float s[128];\n"
+           "    unsigned tid = threadIdx.x;\n"
+           "    s[tid] = in[tid];\n"
+           "    if (tid < 64) {\n"
+           "        out[tid] = 1.f;\n"
+           "    } else {\n"
+           "        __syncthreads();\n"
+           "        return;\n"
+           "    }\n"
+           "    __syncthreads();\n"
+           "    out[tid] = s[127 - tid];\n"
+           "}\n"
+           "void h(float* o, const float* in) { k<<<1, 128>>>(o, in); }\n")
+    assert _codes(src) == [(8, "CL103"), (11, "CL103")]
