@@ -43,6 +43,11 @@ ALL = Settings(select=("ALL",))
 ALL_NOTICES = Settings(select=("ALL",), parse_notices=True)
 
 
+# CL000 wordings of a libclang helper or a worker that died or ran out of its budget
+ISOLATED = ("ended its process", "took more than", "memory-limit-mb", "worker process",
+            "its analysis failed")
+
+
 class FuzzFailure(AssertionError):
     """A property broke; the message says which."""
 
@@ -457,6 +462,9 @@ def check_result(result: FileResult, text: str | None, kind: str) -> None:
     for d in result.diagnostics:
         if d.code == "CL000" and "internal error" in d.message:
             _fail(f"rule crashed: {d.message}")
+        if d.code == "CL000" and any(w in d.message for w in ISOLATED):
+            # the run survived it (issue 25), but an abort or a budget hit is a finding
+            _fail(f"isolated failure: {d.message}")
         if not (1 <= d.row <= nrows and 1 <= d.end_row <= nrows):
             _fail(f"{d.code} row {d.row}-{d.end_row} outside 1..{nrows}")
         if (d.end_row, d.end_column) < (d.row, d.column):
@@ -644,6 +652,27 @@ def check_fix(data: bytes, kind: str = "cuda", unsafe: bool = True) -> None:
     if twice != once:
         _fail(f"fix is not idempotent ({n2} more fixes on the second run)")
     check_result(lint_text(path, once, ALL, kind), once, kind)
+
+
+@quiet
+def check_notebook(data: bytes, folder: Path) -> None:
+    """A notebook named on the command line and found in a folder: discovery and the
+    runner raise nothing, and it is never read as CUDA (issue 25, item 5): whatever is
+    reported for it is a CL000 at most."""
+    from cudalint.discovery import discover
+    from cudalint.runner import run
+    RUNS["notebook"] += 1
+    path = folder / "nb.ipynb"
+    path.write_bytes(data)
+    resolver = ConfigResolver(overrides={"select": ("ALL",)})
+    for named in (str(path), str(folder)):
+        targets = discover([named], resolver, skipped=[])
+        for result in run(targets, use_cache=False, jobs=1):
+            if result.path.endswith(".ipynb"):
+                codes = {d.code for d in result.diagnostics} - {"CL000"}
+                if codes:
+                    _fail(f"a notebook was read as CUDA: {sorted(codes)}")
+            check_result(result, _text_of(path.read_bytes()), "python")
 
 
 def check_cache_entry(data: bytes, folder: Path) -> None:

@@ -84,6 +84,8 @@ def run_regression(path: Path, tmp: Path) -> None:
         res = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
                              timeout=300, preexec_fn=_memory_limit)
         assert res.returncode == 0, f"lint exited with {res.returncode}"
+    elif target == "notebook":
+        fl.check_notebook(data, tmp)
     elif target == "server":
         import server_target
         server_target.check_server_script(data)
