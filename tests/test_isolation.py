@@ -105,6 +105,20 @@ def test_libclang_time_limit(monkeypatch, fresh_helper):
     assert any("libclang took more than 0.5 s" in d.message for d in r.diagnostics)
 
 
+def test_libclang_memory_limit(monkeypatch, fresh_helper):
+    monkeypatch.setattr(fptypes, "_clang_work", _greedy_work)
+    r = engine.lint_bytes("a.cu", KERNEL % b"greedy_in_libclang",
+                          replace(ALL, memory_limit_mb=256), "cuda")
+    assert any("libclang needed more than memory-limit-mb (256 MB)" in d.message
+               for d in r.diagnostics), r.diagnostics
+
+
+def _greedy_work(src, plan, want, stack):
+    if b"greedy_in_libclang" in src:
+        bytearray(4 << 30)
+    return _ORIGINAL_WORK(src, plan, want, stack)
+
+
 def _slow_work(src, plan, want, stack):
     if b"slow_in_libclang" in src:
         time.sleep(60)
@@ -152,6 +166,22 @@ def test_worker_time_limit(tmp_path, monkeypatch):
     assert time.monotonic() - t0 < 30
     assert "took more than 1 s (time-limit-s)" in results[2].diagnostics[0].message
     assert all("CL403" in _codes(r) for i, r in enumerate(results) if i != 2)
+
+
+def _greedy_lint(path, data, settings, kind=None):
+    if b"eat_memory" in data:
+        bytearray(4 << 30)                  # past memory-limit-mb: MemoryError
+    return _ORIGINAL_LINT(path, data, settings, kind)
+
+
+def test_worker_memory_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(engine, "lint_bytes", _greedy_lint)
+    targets = [replace(t, settings=replace(ALL, memory_limit_mb=256))
+               for t in _files(tmp_path, 8, {4: b"k4 /* eat_memory */"})]
+    results = run(targets, use_cache=False, jobs=2)
+    assert _codes(results[4]) == ["CL000"]
+    assert "MemoryError" in results[4].diagnostics[0].message
+    assert all("CL403" in _codes(r) for i, r in enumerate(results) if i != 4)
 
 
 def test_budgets_are_settings():
