@@ -161,7 +161,8 @@ class Extractor(Flow):
                 chosen = cands[last_plain:]
                 if len(cands) > 1 and not (chosen[0].direct and all(
                         b.direct or (b.aug and b.loop is not None) for b in chosen)):
-                    self.fail(f"`{name}` is assigned in branches (its value depends on "
+                    where = "a loop body" if any(b.looped for b in cands) else "branches"
+                    self.fail(f"`{name}` is assigned in {where} (its value depends on "
                               "the run)")
                     if self.branch_hit is None:
                         self.branch_hit = (scope, name, line)
