@@ -697,6 +697,9 @@ def unit_view(path: str, text: str, settings) -> UnitView | None:
     if idx is None:
         return None
     full = os.path.abspath(path)
+    if idx is not _CURRENT:
+        # a file linted alone (the language server): its text, not the saved file
+        idx._facts[full] = scan(full, text)
     macros, own_end = idx.macros(full)
     expansion = expand_text(text, macros, own_end)
     notices = []
