@@ -694,3 +694,10 @@ def test_bank_conflict_names_a_bound_parameter():
     assert not [d for d in lint_text("t.cu", src.replace("(o, 32)", "(o, p)").replace(
         "float* o) {", "float* o, int p) {"), Settings(), "cuda").diagnostics
         if d.code == "CL202"]
+
+
+def test_siblings_by_value_are_grouped():
+    body = "  o[i] = p[i * n] + p[i * n + 1];\n"
+    (d,) = _cl201(HEAD + body + TAIL, every=False)
+    assert d.metrics["sibling_accesses"] == 1 and "for any `n` >= 8" in d.message
+    assert "and 1 more load to neighbouring elements" in d.message

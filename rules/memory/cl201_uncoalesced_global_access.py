@@ -1,5 +1,6 @@
 from cudalint.analysis.memory.figures import (SECTOR, block_line_metrics, coalescing_figures,
                                               sectors, surely_below)
+from cudalint.analysis.memory.lane_values import PARAM_SAMPLES
 from cudalint.analysis.memory.lanes import LaneAnalysis
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.analysis.memory.siblings import SiblingGroup, access_row, group_siblings
@@ -22,7 +23,7 @@ class UncoalescedGlobalAccess(Rule):
     2026-11-24) With no block shape known, a kernel that reads no thread axis but
     `threadIdx.x` (no `threadIdx.y/z`, `blockDim.y/z`, `dim3`, cooperative-groups block)
     and whose launches in the unit pass no shape that may be 2-D is evaluated for a
-    block of 1024 and of 32 threads; accesses whose figures and lane stride agree are
+    block of 256 and of 32 threads; accesses whose figures and lane stride agree are
     reported "for any 1-D block of 32 or more threads" (`block_source` `any-1d`,
     `block` null): every such block has the same first warp. Otherwise silent. Pointers
     bumped in place before an access (`p += i * 3; x = p[0];`, in no loop and on the
@@ -142,8 +143,13 @@ class UncoalescedGlobalAccess(Rule):
                 # a lane stride that is an unknown parameter times a constant
                 fig = coalescing_figures_by_value(access, threshold)
                 if fig is not None and not not_for_modern_cuda(access.node, ctx):
-                    # siblings share a fixed stride within a row of the block
-                    flagged.append((access, fig.get("x_stride_bytes"), fig))
+                    # siblings share a fixed stride within a row of the block, or the
+                    # same stride by value (keyed by its value at the largest sample)
+                    key = fig.get("x_stride_bytes")
+                    if key is None and "stride_bytes_per_unit" in fig:
+                        key = fig["stride_bytes_per_unit"] * PARAM_SAMPLES[-1] + \
+                            fig["stride_bytes_offset"]
+                    flagged.append((access, key, fig))
                     continue
             if surely_below(access, sectors, threshold * access.ideal_sectors):
                 continue                        # coalesced: no need for every figure

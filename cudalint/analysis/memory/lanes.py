@@ -220,7 +220,7 @@ class AnyBlock1D(BlockShape):
                 "and no launch in the project gives its shape")
 
 
-ANY_1D_BLOCK = AnyBlock1D((1024, 1, 1), "any-1d")
+ANY_1D_BLOCK = AnyBlock1D((256, 1, 1), "any-1d")
 SMALLEST_1D_BLOCK = BlockShape((32, 1, 1), "any-1d")
 _OTHER_AXES = re.compile(rb"\b(?:threadIdx|blockDim)\s*\.\s*[yz]\b|\bdim3\b|"
                          rb"\bthis_thread_block\b|\bthread_rank\b|\btiled_partition\b")
@@ -259,11 +259,18 @@ def _no_known_block(ctx: "UnitContext", fn: "Function") -> bool:
 
 
 def _same_for_any_block(ctx, fn, structs, values, accesses, targets, up) -> list[Access]:
-    """The accesses evaluated for a block of 1024 threads whose figures and lane stride
-    are the same for a block of 32: those hold for any 1-D block of 32 or more."""
+    """The accesses evaluated for a block of 256 threads whose figures and lane stride
+    are the same for a block of 32: those hold for any 1-D block of 32 or more. An access
+    at the ideal figure for 256 is kept as it is: it is no finding either way."""
     small = KernelLanes(ctx, fn, SMALLEST_1D_BLOCK, structs, values)
     kept = []
     for access, target in zip(accesses, targets):
+        if access.space == "global" and \
+                max(access.sectors_per_request()) <= access.ideal_sectors or \
+                access.space == "shared" and \
+                max(access.wavefronts()) <= access.ideal_wavefronts:
+            kept.append(access)             # at the ideal: no finding to check
+            continue
         other = _evaluate(small, access.node, target, up)
         if other is None:
             continue

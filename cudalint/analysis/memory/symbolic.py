@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
 from cudalint.analysis.memory.figures import SECTOR, _min_sectors_shifted
@@ -62,6 +63,12 @@ class LinearLanes:
             if not lanes:
                 continue
             l0 = lanes[0]
+            rel = [[r[l] - r[l0] for l in lanes] for r in rows]
+            if rel[0] == rel[1] == rel[2]:
+                fitted = [(l, 0, d) for l, d in zip(lanes, rel[0])]
+                if fitted not in warps:
+                    warps.append(fitted)
+                continue                    # no lane moves with the samples here
             fitted = []
             for l in lanes:
                 r0, r1, r2 = (r[l] - r[l0] for r in rows)
@@ -73,7 +80,8 @@ class LinearLanes:
                     return None
                 moving = moving or a != 0
                 fitted.append((l, a, b))
-            warps.append(fitted)
+            if fitted not in warps:         # warps of one shape: one figure
+                warps.append(fitted)
         if not warps or not moving:
             return None
         return LinearLanes(param, warps, access.width)
@@ -103,8 +111,7 @@ class LinearLanes:
     def figure(self, value: int) -> int:
         """Sectors per request at this value, at the best base alignment; the smallest
         over the warps (a sure lower bound, as figures.lower_bound)."""
-        return min(_min_sectors_shifted(offs, self.width, SECTOR)
-                   for offs in self.offsets(value))
+        return min(_figure(tuple(offs), self.width) for offs in self.offsets(value))
 
     def settles(self) -> int | None:
         """A value from which the figure no longer changes: every two lanes whose
@@ -123,6 +130,12 @@ class LinearLanes:
                     if start > MAX_SCAN:
                         return None
         return start
+
+
+@lru_cache(maxsize=8192)
+def _figure(offsets: tuple[int, ...], width: int) -> int:
+    # the same lane shapes recur across accesses and files (4 * k * cols, ...)
+    return _min_sectors_shifted(list(offsets), width, SECTOR)
 
 
 def coalescing_by_value(lin: LinearLanes, limit: float) -> dict | None:

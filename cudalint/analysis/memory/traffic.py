@@ -47,8 +47,8 @@ def fetched_and_used(access: "Access", accesses: list["Access"],
     """(bytes a warp fetches, bytes of them the kernel uses) for ``access`` together with
     every access through the same base pointer at a constant distance from it (in every
     column: the same records, whoever reads them) in the same direction (loads for a
-    load, stores for a store). Per warp of every sample, at the base alignment that
-    fetches least; the pair of the warp that wastes least (a sure lower bound).
+    load, stores for a store). For the first warp of every sample, at the base
+    alignment that fetches least; the pair of the sample that wastes least.
     ``samples``: only these samples of the unknowns (a figure that holds for large
     values of a parameter)."""
     joined = [access]
@@ -66,6 +66,8 @@ def fetched_and_used(access: "Access", accesses: list["Access"],
     for g in range(len(access.groups)):
         if samples is not None and g // nw not in samples:
             continue
+        if g % nw:
+            continue                    # the first warp of each sample is enough
         points: set[int] = set()
         spans = []
         for a in joined:
