@@ -183,6 +183,24 @@ def _resident_kb() -> int:
         return 0
 
 
+def _children_s() -> float:
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _cpu_s(pid: int | None) -> float:
+    """user + system CPU seconds of a process (0 when it is gone or None)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def _peak_kb(pid: int | str) -> int:
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -215,15 +233,20 @@ def worker(conn, mem_limit_mb: int) -> None:
         helper = clang_process.helper_pid()
         if helper is not None:
             _clear_peak(helper)
-        t0 = time.monotonic()
+        c0, k0, h0 = time.process_time(), _children_s(), _cpu_s(helper)
         try:
             data, run = make(target, random.Random(seed), work)
             size = len(data)
             run()
         except Exception as exc:  # noqa: BLE001 - every failure is a finding
             problem = "".join(traceback.format_exception(exc))
-        dt = time.monotonic() - t0
-        helper = clang_process.helper_pid()
+        after = clang_process.helper_pid()
+        # CPU seconds of this process and of its libclang helper (reaped helpers count
+        # through the children's time, a new one whole): on a shared machine wall time
+        # measures the others
+        dt = time.process_time() - c0 + _children_s() - k0 + _cpu_s(after) - (
+            h0 if after == helper else 0.0)
+        helper = after
         peak = max(_peak_kb("self"), _peak_kb(helper) if helper is not None else 0)
         # freed memory the allocator keeps would count as the next input's peak
         retire = _resident_kb() > RESTART_KB
@@ -280,7 +303,8 @@ def main(argv=None) -> int:
         help="comma-separated, visited round-robin (name one twice to run it twice as often)")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--out", default="/tmp/cudalint-fuzz")
-    ap.add_argument("--slow", type=float, default=10.0, help="seconds: record as slow")
+    ap.add_argument("--slow", type=float, default=10.0,
+                    help="CPU seconds of one input (worker + libclang helper): record as slow")
     ap.add_argument("--hang", type=float, default=180.0, help="seconds: kill, record a hang")
     ap.add_argument("--memory-mb", type=int, default=4096, help="address space per worker")
     ap.add_argument("--stats", default=None, help="write the counts as JSON here")
