@@ -41,7 +41,7 @@ class UncoalescedGlobalAccess(Rule):
     times a constant (`acc += a[row * cols + k]` with `row` from threadIdx.x,
     `A[c * ld + r]`, rows of a 2-D block `pitch` bytes apart) is reported by value: the
     figure for every value >= 0 of that parameter, when it is below the threshold for at
-    most 3 values, which the message names ("32 32-byte sectors per request for any
+    most 4 values (a 16x16 block reading `A[c * ld + r]`: 0 to 3), which the message names ("32 32-byte sectors per request for any
     `cols` >= 8 (at least 8 for every `cols` but 0 or 1)"); `exact: false`,
     `condition` (`cols >= 8`) and `by_value` (`param`, `from`, `least`, `exceptions`) in
     the metrics, `stride_bytes_per_unit`/`stride_bytes_offset` for a lane stride of
@@ -194,12 +194,13 @@ class UncoalescedGlobalAccess(Rule):
                               f"threadIdx.x to the next, and rows of the block apart by a "
                               f"multiple of {name},")
             else:
-                stride_txt = f"lane addresses that move apart with {name}"
+                stride_txt = f"lane addresses that move apart as {name} grows"
             count = f"{fig['sectors_per_request']:g}"
             suffix = f" for any {name} >= {by['from']}" if by["from"] > 0 else \
                 f" for any {name}"
             if by["exceptions"] or by["least"] < fig["sectors_per_request"]:
-                but = " or ".join(map(str, by["exceptions"]))
+                exc = [str(v) for v in by["exceptions"]]
+                but = exc[0] if len(exc) == 1 else f"{', '.join(exc[:-1])} or {exc[-1]}"
                 suffix += (f" (at least {by['least']:g} for every {name}"
                            f"{' but ' + but if but else ''})")
         kind = {"store": "store", "load": "load"}.get(_direction(access), "update")

@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 
 # the largest parameter value scanned for the figure's final value; beyond it: no claim
 MAX_SCAN = 4096
-# how many values of the parameter may leave the access below the threshold (0, 1, ...)
-MAX_EXCEPTIONS = 3
+# how many values of the parameter may leave the access below the threshold (0, 1, ...):
+# a 16x16 block reading A[c * ld + r] is coalesced for ld = 0, 1, 2 and 3
+MAX_EXCEPTIONS = 4
 
 
 @dataclass
