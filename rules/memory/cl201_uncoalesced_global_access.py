@@ -41,8 +41,9 @@ class UncoalescedGlobalAccess(Rule):
     times a constant (`acc += a[row * cols + k]` with `row` from threadIdx.x,
     `A[c * ld + r]`, rows of a 2-D block `pitch` bytes apart) is reported by value: the
     figure for every value >= 0 of that parameter, when it is below the threshold for at
-    most 4 values (a 16x16 block reading `A[c * ld + r]`: 0 to 3), which the message names ("32 32-byte sectors per request for any
-    `cols` >= 8 (at least 8 for every `cols` but 0 or 1)"); `exact: false`,
+    most 4 values (a 16x16 block reading `A[c * ld + r]`: 0 to 3), which the message
+    names ("32 32-byte sectors per request for any `cols` >= 8 (at least 8 for every
+    `cols` but 0 or 1)"); `exact: false`,
     `condition` (`cols >= 8`) and `by_value` (`param`, `from`, `least`, `exceptions`) in
     the metrics, `stride_bytes_per_unit`/`stride_bytes_offset` for a lane stride of
     `4 * cols + 0` bytes. The parameter is the only unknown the address reads, or the
@@ -187,8 +188,9 @@ class UncoalescedGlobalAccess(Rule):
         if by is not None:
             name = f"`{by['param']}`"
             if "stride_bytes_per_unit" in fig:
-                stride_txt = (f"a stride of {_linear(fig['stride_bytes_per_unit'], name, fig['stride_bytes_offset'])} "
-                              f"bytes between lanes")
+                step = _linear(fig["stride_bytes_per_unit"], name,
+                               fig["stride_bytes_offset"])
+                stride_txt = f"a stride of {step} bytes between lanes"
             elif "x_stride_bytes" in fig:
                 stride_txt = (f"a stride of {fig['x_stride_bytes']} bytes from one "
                               f"threadIdx.x to the next, and rows of the block apart by a "
@@ -228,8 +230,8 @@ class UncoalescedGlobalAccess(Rule):
             access.node,
             f"uncoalesced {kind} {access.expr_text or ctx.text(access.node)}{siblings}: "
             f"{stride_txt} makes a warp touch {count} 32-byte sectors per request{suffix} "
-            f"instead of {fig['ideal_sectors_per_request']} ({access.block.describe()}{bound}){why}; "
-            f"{remedy}",
+            f"instead of {fig['ideal_sectors_per_request']} "
+            f"({access.block.describe()}{bound}){why}; {remedy}",
             metrics={**fig, **block_line_metrics(access),
                      "sibling_accesses": len(group.siblings),
                      "sibling_rows": [r for r in rows if r is not None],

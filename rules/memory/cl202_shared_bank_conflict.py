@@ -21,8 +21,8 @@ class SharedBankConflict(Rule):
     loop counters declared before their loop (`int j; for (j = 0; j < 32; ++j)
     s[threadIdx.x][j] = ...`) and `dim3 threads(TILE, ROWS);` are followed. A row pitch
     that is an unknown parameter is not reported: with a pitch of p words, every odd p
-    is conflict-free, so no degree holds for all but a few values. 8- and 16-byte accesses are served in half- and
-    quarter-warp phases, as measured on an H100.
+    is conflict-free, so no degree holds for all but a few values. 8- and 16-byte
+    accesses are served in half- and quarter-warp phases, as measured on an H100.
 
     When the degree depends on values the kernel receives it is reported only as a sure
     lower bound ("at least N-way", `exact: false`): the lanes whose distances do not

@@ -8,6 +8,12 @@ kernel to fixtures/<CODE>/truth.json (and a copy under --out).
 
     python tools/gputruth/memory.py --out $OUT            # on a machine with a GPU
     python tools/gputruth/memory.py --compile-only        # check the build step
+
+Int parameters get the launch's constant, else SCALAR_DEFAULTS (memory_plan.json
+"values"); a launch whose block is a run-time value gets RUNTIME_BLOCK for 1-D kernels.
+``--traffic`` also measures fixtures/CL201/traffic.cu at scale (DRAM bytes against the
+bytes the kernel uses, run time against structure-of-arrays twins) into
+fixtures/CL201/traffic.json: the evidence for CL201's wasted-traffic condition.
 """
 from __future__ import annotations
 
@@ -15,7 +21,6 @@ import argparse
 import csv
 import io
 import json
-import os
 import subprocess
 import sys
 import tempfile

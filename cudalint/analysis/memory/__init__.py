@@ -11,6 +11,10 @@
     bounds used when they depend on unknowns.
 - ``siblings``: accesses to fields of one record grouped, so a record read field by field
   is one finding with one figure.
+- ``traffic``: whether the sectors an access fetches are used by the kernel's accesses
+  through the same pointer, and loops that read whole records again (CL201's default).
+- ``symbolic``: figures of an access whose lane stride is an unknown parameter times a
+  constant, for every value of that parameter (CL201 by value).
 - ``pointer_access``: for each pointer parameter, its loads and stores, whether it may
   alias another, and what making it const requires (CL203).
 - ``param_edits``: the edits that make a pointer parameter ``const`` and ``__restrict__``.
