@@ -701,3 +701,22 @@ def test_siblings_by_value_are_grouped():
     (d,) = _cl201(HEAD + body + TAIL, every=False)
     assert d.metrics["sibling_accesses"] == 1 and "for any `n` >= 8" in d.message
     assert "and 1 more load to neighbouring elements" in d.message
+
+
+def test_by_value_message_with_and_without_exceptions():
+    # rows of a 16x16 block `pitch` bytes apart: at least 8 sectors for every pitch
+    src = ("__global__ void k(unsigned char* s, size_t pitch) {\n"
+           "  float* px = (float*)(s + threadIdx.y * pitch) + 4 * threadIdx.x;\n"
+           "  float v = px[0];\n  px[1] = v; }\n"
+           "void h(unsigned char* s, size_t p) { k<<<1, dim3(16, 16)>>>(s, p); }\n")
+    d = _cl201(src, every=False)[0]
+    assert "(at least 8 for every `pitch`)" in d.message and d.metrics["by_value"][
+        "exceptions"] == []
+    two = HEAD + "  o[i] = p[i * n];\n" + TAIL
+    (d,) = _cl201(two, every=False)
+    assert "but 0 or 1)" in d.message
+    four = ("__global__ void k(const float* A, float* out, int ld) {\n"
+            "  out[threadIdx.y * 16 + threadIdx.x] = A[threadIdx.x * ld + threadIdx.y]; }\n"
+            "void h(const float* a, float* o, int ld) { k<<<1, dim3(16, 16)>>>(a, o, ld); }\n")
+    (d,) = _cl201(four, every=False)
+    assert "but 0, 1, 2 or 3)" in d.message and d.metrics["sectors_per_request"] == 16

@@ -202,7 +202,8 @@ class UncoalescedGlobalAccess(Rule):
                 f" for any {name}"
             if by["exceptions"] or by["least"] < fig["sectors_per_request"]:
                 exc = [str(v) for v in by["exceptions"]]
-                but = exc[0] if len(exc) == 1 else f"{', '.join(exc[:-1])} or {exc[-1]}"
+                but = "" if not exc else exc[0] if len(exc) == 1 else \
+                    f"{', '.join(exc[:-1])} or {exc[-1]}"
                 suffix += (f" (at least {by['least']:g} for every {name}"
                            f"{' but ' + but if but else ''})")
         kind = {"store": "store", "load": "load"}.get(_direction(access), "update")
