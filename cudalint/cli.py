@@ -1,8 +1,9 @@
 """Command line, with ruff's manners.
 
     cudalint [check] [PATH ...]      lint (default: the current folder)
-    cudalint rule CODE | --all       print a rule's documentation
+    cudalint rule CODE|NAME | --all  print a rule's documentation
     cudalint server                  run the language server (stdio)
+    cudalint clean                   remove the caches under the current folder
 
 Exit codes: 0 no findings, 1 findings (or, with --diff, files that would change),
 2 usage, configuration or internal error.
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from cudalint import __version__
 
-SUBCOMMANDS = ("check", "rule", "occupancy", "server", "version")
+SUBCOMMANDS = ("check", "rule", "occupancy", "server", "version", "clean", "help")
 FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
 
 
@@ -39,24 +40,38 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="*", help="files or folders (default: .); - for stdin")
     check.add_argument("--select", type=_codes, action="extend", default=None,
                        help="rule codes or prefixes to enable (replaces the default set)")
-    check.add_argument("--ignore", type=_codes, action="extend", default=None)
-    check.add_argument("--extend-select", type=_codes, action="extend", default=None)
-    check.add_argument("--output-format", choices=FORMATS, default=None)
-    check.add_argument("-o", "--output-file", default=None)
+    check.add_argument("--ignore", type=_codes, action="extend", default=None,
+                       help="rule codes or prefixes to disable (added to the config's)")
+    check.add_argument("--extend-select", type=_codes, action="extend", default=None,
+                       help="rule codes or prefixes to enable on top of the selection")
+    check.add_argument("--output-format", choices=FORMATS, default=None,
+                       help="how findings are printed (default: full; concise with -q)")
+    check.add_argument("-o", "--output-file", default=None,
+                       help="write the report to this file instead of standard output")
     check.add_argument("--statistics", action="store_true",
-                       help="count findings per rule instead of listing them")
+                       help="count findings per rule instead of listing them (text, or "
+                            "JSON with --output-format json/json-lines)")
+    check.add_argument("--show-metrics", action="store_true",
+                       help="print each finding's numbers (the JSON formats always hold "
+                            "them) under it in the full format")
+    check.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                       help="colour and bold in the text formats (default: auto, off for a "
+                            "pipe or with NO_COLOR set)")
     check.add_argument("--fix", action="store_true", default=None, help="apply safe fixes")
-    check.add_argument("--no-fix", dest="fix", action="store_false")
+    check.add_argument("--no-fix", dest="fix", action="store_false",
+                       help="do not apply fixes (the default)")
     check.add_argument("--unsafe-fixes", action="store_true",
                        help="also offer and apply unsafe fixes")
     check.add_argument("--diff", action="store_true",
                        help="print the changes --fix would make; write nothing")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
-    check.add_argument("--exit-non-zero-on-fix", action="store_true")
+    check.add_argument("--exit-non-zero-on-fix", action="store_true",
+                       help="exit 1 when any fix was applied, even if nothing remains")
     check.add_argument("--stdin-filename", default=None,
                        help="the name of the file given on standard input")
     check.add_argument("--config", default=None, help="use this config file only")
-    check.add_argument("--no-cache", action="store_true")
+    check.add_argument("--no-cache", action="store_true",
+                       help="neither read nor write .cudalint_cache")
     check.add_argument("--arch", default=None, help="target architecture, e.g. sm_90")
     check.add_argument("--block-size", default=None,
                        help="default block shape when no launch says it, e.g. 256 or 32,8")
@@ -66,16 +81,20 @@ def _parser() -> argparse.ArgumentParser:
                        help="compile the device code with nvcc -Xptxas -v (CL3xx)")
     check.add_argument("--force-exclude", action="store_true",
                        help="apply exclude to files named on the command line too")
-    check.add_argument("-j", "--jobs", type=int, default=None)
-    check.add_argument("-q", "--quiet", action="store_true")
+    check.add_argument("-j", "--jobs", type=int, default=None,
+                       help="worker processes (default: by the number of files and CPUs)")
+    check.add_argument("-q", "--quiet", action="store_true",
+                       help="concise findings, no summary")
     check.add_argument("--show-unread", action="store_true",
                        help="list each CUDA compile call in Python whose source was not "
                             "analysed, with the reason")
 
     rule = sub.add_parser("rule", help="print a rule's documentation")
-    rule.add_argument("code", nargs="?")
-    rule.add_argument("--all", action="store_true")
-    rule.add_argument("--output-format", choices=("text", "json"), default="text")
+    rule.add_argument("code", nargs="?", help="a rule code (CL104) or name "
+                      "(legacy-warp-intrinsic)")
+    rule.add_argument("--all", action="store_true", help="print every rule's documentation")
+    rule.add_argument("--output-format", choices=("text", "json"), default="text",
+                      help="text (default) or json")
 
     occ = sub.add_parser("occupancy", help="occupancy of a kernel configuration, and the "
                          "table of occupancy vs registers per thread")
@@ -85,22 +104,57 @@ def _parser() -> argparse.ArgumentParser:
     occ.add_argument("--smem", type=int, default=0,
                      help="shared memory per block in bytes (static + dynamic)")
     occ.add_argument("--barriers", type=int, default=0, help="named barriers per block")
-    occ.add_argument("--output-format", choices=("text", "json"), default="text")
+    occ.add_argument("--output-format", choices=("text", "json"), default="text",
+                     help="text (default) or json")
     sub.add_parser("server", help="run the language server on stdio")
     sub.add_parser("version", help="print the version")
+    sub.add_parser("clean", help="remove the caches (.cudalint_cache) in the current folder "
+                   "and its subfolders")
+    sub.add_parser("help", help="print this help")
     return p
+
+
+def _unknown_command(word: str) -> bool:
+    """A bare word that names no subcommand and no file is a mistyped command (`cudalint
+    hlep`), not a path to lint: ruff says so too."""
+    return not word.startswith("-") and not os.path.exists(word) and \
+        all(c.isalnum() or c in "-_" for c in word)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and _unknown_command(argv[0]) and argv[0] not in SUBCOMMANDS:
+        print(f"cudalint: error: unrecognized subcommand `{argv[0]}` (commands: "
+              f"{', '.join(SUBCOMMANDS)}; to lint a file of that name, use `cudalint check "
+              f"{argv[0]}`)", file=sys.stderr)
+        return 2
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help",
                                                                     "--version")):
         argv.insert(0, "check")
     try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:
-        return 0 if exc.code == 0 else 2
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as exc:
+            return 0 if exc.code == 0 else 2
+        return _command(args)
+    except BrokenPipeError:
+        # the reader went away (`cudalint . | head -1`): end quietly, exit 0 as ruff does;
+        # stdout goes to /dev/null so that the interpreter's last flush cannot fail again
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 0
+
+
+def _command(args) -> int:
     try:
+        if args.command == "help":
+            _parser().print_help()
+            return 0
+        if args.command == "clean":
+            return _clean()
         if args.command == "rule":
             return _rule(args)
         if args.command == "occupancy":
@@ -124,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        raise
     except Exception as exc:   # the last line of defence: a clear one-line error
         from cudalint.config import ConfigError
         if isinstance(exc, ConfigError):
@@ -135,15 +191,35 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _clean() -> int:
+    """`cudalint clean`: remove every .cudalint_cache under the current folder, as
+    `ruff clean` removes .ruff_cache."""
+    import shutil
+    from cudalint.cache import CACHE_DIR
+    for folder, dirs, _ in os.walk("."):
+        if CACHE_DIR in dirs:
+            dirs.remove(CACHE_DIR)
+            where = os.path.normpath(os.path.join(folder, CACHE_DIR))
+            print(f"Removing cache at: {where}", file=sys.stderr)
+            shutil.rmtree(where, ignore_errors=True)
+        dirs[:] = [d for d in dirs if d not in (".git", ".hg", ".svn")]
+    return 0
+
+
 def _rule(args) -> int:
     from cudalint.rule import all_rules
     rules = all_rules()
     if args.all:
         chosen = list(rules.values())
     elif args.code:
-        rule = rules.get(args.code.upper())
+        by_name = {r.name: r for r in rules.values()}
+        rule = rules.get(args.code.upper()) or by_name.get(args.code.lower())
         if rule is None:
-            raise UsageError(f"unknown rule code `{args.code}` (see `cudalint rule --all`)")
+            from cudalint.selection import closest_selector
+            near = closest_selector(args.code)
+            hint = f"closest: `{near}` ({rules[near].name}); " if near in rules else ""
+            raise UsageError(f"unknown rule `{args.code}` ({hint}see `cudalint rule "
+                             "--all`)")
         chosen = [rule]
     else:
         raise UsageError("give a rule code (e.g. `cudalint rule CL104`) or --all")
@@ -256,6 +332,41 @@ def _write_output(args, stream) -> None:
         raise UsageError(f"cannot write {args.output_file} ({exc.strerror or exc})") from None
 
 
+def _stdin_kind(data: bytes) -> str:
+    """The language of standard input without a file name: Python when it parses as
+    Python (CUDA C++ practically never does: braces, semicolons, `*` declarators)."""
+    import ast
+    import warnings
+    try:
+        text = data.decode("utf-8-sig")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # invalid escapes in CUDA strings
+            ast.parse(text)
+    except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return "cuda"
+    return "python" if text.strip() else "cuda"
+
+
+def _hidden_fixes(results, unsafe_fixes: bool) -> int:
+    if unsafe_fixes:
+        return 0
+    return sum(1 for r in results for d in r.visible if d.fix is not None
+               and not d.fix.is_safe)
+
+
+def _diff_summary(would_fix: int, hidden: int) -> None:
+    """What --diff did and did not show, on stderr (stdout is the patch), in ruff's words:
+    "Would fix 1 error (2 additional fixes available with `--unsafe-fixes`)"."""
+    more = (f" ({hidden} additional fix{'es' if hidden != 1 else ''} available with "
+            "`--unsafe-fixes`)") if hidden else ""
+    if would_fix:
+        print(f"Would fix {would_fix} finding{'s' if would_fix != 1 else ''}{more}.",
+              file=sys.stderr)
+    elif hidden:
+        print(f"No findings would be fixed{more.replace(' additional', '')}.",
+              file=sys.stderr)
+
+
 def _check(args) -> int:
     from cudalint.config import ConfigResolver
     from cudalint.discovery import discover
@@ -276,8 +387,11 @@ def _check(args) -> int:
     # midway leaves the previous report, never half of a new one)
     out_stream = io.StringIO() if args.output_file else sys.stdout
     from cudalint.output.console import make_console
-    console = make_console(out_stream, forced_plain=out_stream is not sys.stdout)
+    console = make_console(out_stream, forced_plain=out_stream is not sys.stdout,
+                           color=args.color)
     fmt = args.output_format or ("concise" if args.quiet else "full")
+    if args.statistics and fmt not in ("full", "concise", "json", "json-lines"):
+        raise UsageError(f"--statistics prints text or JSON; not --output-format {fmt}")
     fixed_total = 0
     would_change = 0
 
@@ -295,7 +409,7 @@ def _check(args) -> int:
             return 0
         path = Path(name)
         settings = resolver.for_path(path if args.stdin_filename else Path.cwd() / "_")
-        kind = file_kind(name) or "cuda"
+        kind = file_kind(name) or _stdin_kind(data)
         result = lint_bytes(name, data, settings, kind)
         results = [result]
         if args.fix or args.diff:
@@ -310,6 +424,7 @@ def _check(args) -> int:
                     if fixed != text:
                         would_change += 1
                         sys.stdout.write(unified_diff(name, text, fixed))
+                    _diff_summary(n, _hidden_fixes(results, args.unsafe_fixes))
                     return 1 if would_change else 0
                 sys.stdout.write(fixed)
                 results = [lint_bytes(name, fixed.encode("utf-8"), settings, kind)]
@@ -351,6 +466,7 @@ def _check(args) -> int:
                     continue
                 if args.diff:
                     would_change += 1
+                    fixed_total += n
                     console.file.write(unified_diff(t.display, text, fixed))
                 else:
                     try:
@@ -362,6 +478,7 @@ def _check(args) -> int:
                     changed[i] = True
             if args.diff:
                 _write_output(args, out_stream)
+                _diff_summary(fixed_total, _hidden_fixes(results, args.unsafe_fixes))
                 return 1 if would_change else 0
             if changed:
                 again = run([targets[i] for i in changed], use_cache=not args.no_cache,
@@ -369,16 +486,20 @@ def _check(args) -> int:
                 for i, res in zip(changed, again):
                     results[i] = res
 
-    if args.statistics:
+    if args.statistics and fmt in ("json", "json-lines"):
+        from cudalint.output import machine
+        (machine.render_statistics_json if fmt == "json" else
+         machine.render_statistics_json_lines)(results, console,
+                                               unsafe_fixes=args.unsafe_fixes)
+    elif args.statistics:
         render_statistics(results, console, unsafe_fixes=args.unsafe_fixes)
     else:
-        RENDER[fmt](results, console, unsafe_fixes=args.unsafe_fixes, quiet=args.quiet)
+        # the summary counts what --fix fixed ("Found 3 findings (2 fixed, 1 remaining)")
+        RENDER[fmt](results, console, unsafe_fixes=args.unsafe_fixes, quiet=args.quiet,
+                    fixed=fixed_total, show_metrics=args.show_metrics)
     if args.show_unread and fmt in ("full", "concise") and not args.statistics:
         from cudalint.output.text import render_unread
         render_unread(results, console)
-    if fixed_total and fmt in ("full", "concise") and not args.statistics and not args.quiet:
-        console.print(f"Fixed {fixed_total} error{'s' if fixed_total != 1 else ''}.",
-                      highlight=False)
     _write_output(args, out_stream)
     remaining = sum(len(r.visible) for r in results)
     if args.exit_zero:

@@ -165,7 +165,7 @@ def test_fix_diff_idempotent_and_atomic(proj, capsys):
     assert code == 1 and "+    a[0] = __shfl_sync(0xffffffff, a[1], 0);" in out
     assert f.read_text() == LEGACY                          # --diff never writes
     code, out, _ = cli(capsys, "a.cu", "--fix", "--unsafe-fixes")
-    assert code == 0 and "Fixed 1 error." in out
+    assert code == 0 and "Found 1 finding (1 fixed, 0 remaining)." in out
     fixed = f.read_text()
     assert "__shfl_sync(0xffffffff, a[1], 0)" in fixed
     assert oct(f.stat().st_mode & 0o777) == oct(0o640)      # mode kept by the atomic write

@@ -2,6 +2,14 @@
 "All checks passed!"), pipes and interrupts end quietly, the summary reads as ruff's."""
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 from cudalint.cli import main
@@ -94,3 +102,217 @@ def test_occupancy_table_is_inside_the_nvcc_list():
     from cudalint.analysis.ptxas.occupancy import ARCHS
     from cudalint.config import NVCC_ARCHS
     assert set(ARCHS) <= set(NVCC_ARCHS)
+
+
+# ---------------------------------------------------------------------------------------
+# CLI manners (ruff as the reference)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def examples(tmp_path, monkeypatch):
+    shutil.copytree(ROOT / "examples", tmp_path / "ex")
+    (tmp_path / "bad.cu").write_text(LEGACY)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "ex"
+
+
+def _run(*argv: str, cwd=None, env=None, stdin: bytes | None = None):
+    return subprocess.run([sys.executable, "-m", "cudalint", *argv], cwd=cwd, env=env,
+                          input=stdin, capture_output=True, timeout=120)
+
+
+def test_broken_pipe_ends_quietly(proj):
+    (proj / "many.cu").write_text("__global__ void k(float* a) {\n" + "".join(
+        f"    a[{i}] = __shfl(a[1], 0);\n" for i in range(3000)) + "}\n")
+    p = subprocess.Popen([sys.executable, "-m", "cudalint", "many.cu", "--no-cache"],
+                         cwd=proj, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline()
+    p.stdout.close()                      # `| head -1`
+    err = p.stderr.read().decode()
+    assert p.wait(60) == 0 and err == "", err
+
+
+def test_statistics_honours_json(examples, capsys):
+    code, out, _ = cli(capsys, "ex", "--statistics", "--output-format", "json", "--no-cache")
+    stats = json.loads(out)
+    assert code == 1 and stats[0] == {"code": "CL104", "name": "legacy-warp-intrinsic",
+                                      "count": 7, "fixable": False}
+    assert {s["code"] for s in stats if s["fixable"]} == {"CL403"}
+    code, out, _ = cli(capsys, "ex", "--statistics", "--output-format", "json-lines")
+    assert [json.loads(x) for x in out.splitlines()] == stats
+    assert cli(capsys, "ex", "--statistics", "--output-format", "sarif")[0] == 2
+
+
+def test_summary_counts_errors_and_warnings_apart(examples, capsys):
+    code, out, _ = cli(capsys, "ex", "--no-cache")
+    assert "Found 7 errors and 9 warnings." in out
+    assert "[*] 2 fixable with the `--fix` option (9 hidden fixes can be enabled with the " \
+           "`--unsafe-fixes` option)." in out
+    code, out, _ = cli(capsys, "bad.cu", "--no-cache")
+    assert "Found 1 error.\nNo fixes available (1 hidden fix can be enabled with the " \
+           "`--unsafe-fixes` option).\n" in out
+
+
+def test_fix_summary_reads_as_ruffs(examples, capsys):
+    code, out, _ = cli(capsys, "ex", "--fix", "--no-cache")
+    assert "Found 16 findings (2 fixed, 14 remaining: 7 errors and 7 warnings)." in out
+    assert "Fixed" not in out and out.index("Found 16") < out.index("No fixes available")
+    code, out, _ = cli(capsys, "bad.cu", "--fix", "--unsafe-fixes", "--no-cache")
+    assert code == 0 and out.endswith("Found 1 finding (1 fixed, 0 remaining).\n")
+
+
+def test_diff_says_when_fixes_are_hidden(proj, capsys):
+    code, out, err = cli(capsys, "bad.cu", "--diff", "--no-cache")
+    assert code == 0 and out == ""
+    assert "No findings would be fixed (1 fix available with `--unsafe-fixes`)." in err
+    code, out, err = cli(capsys, "bad.cu", "--diff", "--unsafe-fixes", "--no-cache")
+    assert code == 1 and "__shfl_sync" in out and "Would fix 1 finding." in err
+
+
+def test_every_flag_has_help_text():
+    import argparse
+    from cudalint.cli import _parser
+    parsers = [_parser()]
+    missing = []
+    while parsers:
+        p = parsers.pop()
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            elif not action.help and not isinstance(action, argparse._HelpAction):
+                missing.append(f"{p.prog} {'/'.join(action.option_strings) or action.dest}")
+    assert missing == []
+
+
+def test_unknown_subcommand_is_an_error_and_clean_clears_the_cache(proj, capsys):
+    for word in ("hlep", "clena", "lint"):
+        code, out, err = cli(capsys, word)
+        assert code == 2 and f"unrecognized subcommand `{word}`" in err
+    assert cli(capsys, "help")[0] == 0
+    assert cli(capsys, "bad.cu")[0] == 1 and (proj / ".cudalint_cache").is_dir()
+    (proj / "sub").mkdir()
+    (proj / "sub" / ".cudalint_cache").mkdir()
+    code, _, err = cli(capsys, "clean")
+    assert code == 0 and "Removing cache at: .cudalint_cache" in err
+    assert not (proj / ".cudalint_cache").exists()
+    assert not (proj / "sub" / ".cudalint_cache").exists()
+    (proj / "clean").mkdir()                     # a folder of that name is still a path
+    assert cli(capsys, "check", "clean")[0] == 0
+
+
+def test_rule_accepts_names(capsys):
+    code, out, _ = cli(capsys, "rule", "legacy-warp-intrinsic")
+    assert code == 0 and out.startswith("# legacy-warp-intrinsic (CL104)")
+    code, _, err = cli(capsys, "rule", "legacy-warp")
+    assert code == 2 and "closest: `CL104`" in err
+
+
+PY_KERNEL = (b'import cupy\nk = cupy.RawKernel(r"""__global__ void k(float* a) '
+             b'{ a[0] = __shfl(a[1], 0); }""", "k")\n')
+
+
+def test_stdin_language_from_the_name_or_detected(proj):
+    for argv in (["-"], ["--stdin-filename", "k.py"], ["-", "--stdin-filename", "k.py"]):
+        r = _run(*argv, "--output-format", "json", cwd=proj, stdin=PY_KERNEL)
+        found = json.loads(r.stdout)
+        assert r.returncode == 1 and [(d["code"], d["location"]["row"]) for d in found] \
+            == [("CL104", 2)], (argv, r.stderr)
+    r = _run("-", "--output-format", "json", cwd=proj, stdin=LEGACY.encode())
+    assert [d["code"] for d in json.loads(r.stdout)] == ["CL104"]
+
+
+def _tty_output(argv: list[str], cwd, env: dict) -> bytes:
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "cudalint", *argv], cwd=cwd, env=env,
+                         stdout=slave, stderr=slave)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    p.wait(60)
+    os.close(master)
+    return out
+
+
+def test_no_color_and_color_flag(proj):
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    assert b"\x1b[" in _tty_output(["bad.cu", "--no-cache"], proj, env)
+    assert b"\x1b[" not in _tty_output(["bad.cu", "--no-cache"], proj, dict(env, NO_COLOR="1"))
+    assert b"\x1b[" not in _tty_output(["bad.cu", "--color", "never"], proj, env)
+    piped = _run("bad.cu", "--color", "always", cwd=proj, env=dict(env, NO_COLOR="1"))
+    assert b"\x1b[1m" in piped.stdout
+
+
+def test_metrics_only_on_request_in_text(examples, capsys):
+    _, out, _ = cli(capsys, "ex", "--no-cache")
+    assert "metrics:" not in out
+    _, out, _ = cli(capsys, "ex", "--show-metrics")
+    assert "= metrics: " in out
+    _, out, _ = cli(capsys, "ex", "--output-format", "json")
+    assert any(d.get("metrics") for d in json.loads(out))
+
+
+# ---------------------------------------------------------------------------------------
+# the language server answers a malformed request
+
+
+def _frame(body: bytes) -> bytes:
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def test_malformed_lsp_requests_get_error_responses(tmp_path):
+    import select
+    p = subprocess.Popen([sys.executable, "-m", "cudalint", "server"], cwd=tmp_path,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    buf = b""
+
+    def answer(pred, timeout=5.0):
+        nonlocal buf
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            while b"\r\n\r\n" in buf:
+                head, rest = buf.split(b"\r\n\r\n", 1)
+                n = int(head.split(b"Content-Length:")[1].split(b"\r\n")[0])
+                if len(rest) < n:
+                    break
+                msg, buf = json.loads(rest[:n]), rest[n:]
+                if pred(msg):
+                    return msg
+            if select.select([p.stdout], [], [], 0.1)[0]:
+                buf += os.read(p.stdout.fileno(), 65536)
+        return None
+
+    def send(obj) -> None:
+        p.stdin.write(_frame(obj if isinstance(obj, bytes) else json.dumps(obj).encode()))
+        p.stdin.flush()
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"capabilities": {}, "processId": None, "rootUri": None}})
+        assert answer(lambda m: m.get("id") == 1) is not None
+        send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        for i, params in enumerate([{"foo": 1}, None, {"textDocument": {"uri": 5},
+                                                       "position": {"line": "x"}}], 10):
+            send({"jsonrpc": "2.0", "id": i, "method": "textDocument/hover", "params": params})
+            got = answer(lambda m, i=i: m.get("id") == i)
+            assert got is not None and got["error"]["code"] == -32602, (i, got)
+        send({"id": 20, "method": "textDocument/hover", "params": {}})
+        assert answer(lambda m: m.get("id") == 20)["error"]["code"] == -32600
+        send(b'{"jsonrpc": "2.0", "id": 21, "method": ')
+        got = answer(lambda m: "error" in m and m.get("id") is None)
+        assert got is not None and got["error"]["code"] == -32700
+        send({"jsonrpc": "2.0", "id": 22, "method": "shutdown"})
+        assert answer(lambda m: m.get("id") == 22) is not None
+    finally:
+        p.kill()
+        p.wait()

@@ -99,9 +99,17 @@ def plain_possible(stream: TextIO, forced_plain: bool) -> bool:
         return False
 
 
-def make_console(stream: TextIO, forced_plain: bool):
-    """cli's console: a PlainConsole where rich would print plain text, else rich's."""
-    if plain_possible(stream, forced_plain):
+def make_console(stream: TextIO, forced_plain: bool, color: str = "auto"):
+    """cli's console: a PlainConsole where rich would print plain text, else rich's.
+    ``--color never`` and NO_COLOR (https://no-color.org, any non-empty value) print no
+    styles at all, bold included (rich's own no_color keeps bold); ``--color always``
+    styles even a pipe."""
+    if color == "always":
+        from rich.console import Console
+        return Console(file=stream, highlight=False, soft_wrap=True, emoji=False,
+                       force_terminal=True)
+    if color == "never" or os.environ.get("NO_COLOR") or \
+            plain_possible(stream, forced_plain):
         return PlainConsole(stream)
     from rich.console import Console
     return Console(file=stream, highlight=False, soft_wrap=True, emoji=False,

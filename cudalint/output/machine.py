@@ -20,6 +20,29 @@ def render_json(results, console, **_) -> None:
     _write(console, json.dumps([d.to_json() for d in _visible(results)], indent=2))
 
 
+def statistics(results, unsafe_fixes: bool = False) -> list[dict]:
+    """``--statistics`` as data, ruff's fields: one entry per code, most frequent first."""
+    from collections import Counter
+
+    from cudalint.rule import all_rules
+    diags = _visible(results)
+    counts = Counter(d.code for d in diags)
+    fixable = Counter(d.code for d in diags
+                      if d.fix is not None and (d.fix.is_safe or unsafe_fixes))
+    rules = all_rules()
+    return [{"code": code, "name": rules[code].name if code in rules else "", "count": n,
+             "fixable": bool(fixable[code])} for code, n in counts.most_common()]
+
+
+def render_statistics_json(results, console, unsafe_fixes: bool = False, **_) -> None:
+    _write(console, json.dumps(statistics(results, unsafe_fixes), indent=2))
+
+
+def render_statistics_json_lines(results, console, unsafe_fixes: bool = False, **_) -> None:
+    for entry in statistics(results, unsafe_fixes):
+        _write(console, json.dumps(entry))
+
+
 def render_json_lines(results, console, **_) -> None:
     for d in _visible(results):
         _write(console, json.dumps(d.to_json()))

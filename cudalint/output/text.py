@@ -31,21 +31,21 @@ def _headline(d: Diagnostic, unsafe_fixes: bool) -> list:
 
 
 def render_concise(results, console, unsafe_fixes: bool = False,
-                   quiet: bool = False, **_) -> None:
+                   quiet: bool = False, fixed: int = 0, **_) -> None:
     for d in _all(results):
         line(console, _headline(d, unsafe_fixes), highlight=False, soft_wrap=True)
     if not quiet:
-        _summary(results, console, unsafe_fixes)
+        _summary(results, console, unsafe_fixes, fixed)
 
 
 def render_full(results, console, unsafe_fixes: bool = False, quiet: bool = False,
-                **_) -> None:
+                fixed: int = 0, show_metrics: bool = False, **_) -> None:
     by_file = {r.path: r for r in results}
     for d in _all(results):
         res = by_file[d.filename]
         line(console, _headline(d, unsafe_fixes), highlight=False, soft_wrap=True)
         _excerpt(console, res, d)
-        if d.metrics:
+        if d.metrics and show_metrics:    # internal numbers: --show-metrics, or JSON
             shown = ", ".join(f"{k}={v}" for k, v in d.metrics.items()
                               if isinstance(v, (int, float, str)))
             if shown:
@@ -56,7 +56,7 @@ def render_full(results, console, unsafe_fixes: bool = False, quiet: bool = Fals
                  highlight=False)
         console.print()
     if not quiet:
-        _summary(results, console, unsafe_fixes)
+        _summary(results, console, unsafe_fixes, fixed)
 
 
 def _excerpt(console, res: FileResult, d: Diagnostic) -> None:
@@ -102,28 +102,46 @@ def render_unread(results, console) -> None:
                            message], highlight=False, soft_wrap=True)
 
 
-def _summary(results, console, unsafe_fixes: bool) -> None:
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 and noun != 'info' else ''}"
+
+
+def _found(diags, fixed: int) -> str:
+    """"Found 2 errors and 8 warnings." (the severities apart: CI logs are read for the
+    errors); after --fix, as ruff: "Found 3 findings (2 fixed, 1 remaining: 1 warning)."."""
+    by = Counter(d.severity for d in diags)
+    parts = [_count(by[s], s) for s in ("error", "warning", "info") if by[s]]
+    said = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] \
+        if parts else ""
+    if not fixed:
+        return f"Found {said}."
+    total = fixed + len(diags)
+    rest = f"{len(diags)} remaining" + (f": {said}" if said else "")
+    return f"Found {_count(total, 'finding')} ({fixed} fixed, {rest})."
+
+
+def _summary(results, console, unsafe_fixes: bool, fixed: int = 0) -> None:
     diags = _all(results)
     errors = [r for r in results if r.error]
     for r in errors:
         line(console, [("bold red", "error"), ": ", r.path, ": ", r.error or ""],
              highlight=False)
-    if not diags:
+    if not diags and not fixed:
         console.print("All checks passed!", highlight=False)
         _unread_line(results, console)
         return
-    n = len(diags)
-    console.print(f"Found {n} error{'s' if n != 1 else ''}.", highlight=False)
+    console.print(_found(diags, fixed), highlight=False)
     safe = sum(1 for d in diags if d.fix is not None and (d.fix.is_safe or unsafe_fixes))
     hidden = sum(1 for d in diags if d.fix is not None and not d.fix.is_safe
                  and not unsafe_fixes)
+    # ruff's wording: "1 hidden fix can", "2 hidden fixes can"
+    hint = (f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the "
+            "`--unsafe-fixes` option")
     if safe:
         line(console, [("cyan", "[*]"), f" {safe} fixable with the `--fix` option"
-                       + (f" ({hidden} hidden fixes can be enabled with the "
-                          "`--unsafe-fixes` option)." if hidden else ".")], highlight=False)
+                       + (f" ({hint})." if hidden else ".")], highlight=False)
     elif hidden:
-        console.print(f"No fixes available ({hidden} hidden fixes can be enabled with the "
-                      "`--unsafe-fixes` option).", highlight=False)
+        console.print(f"No fixes available ({hint}).", highlight=False)
     _unread_line(results, console)
 
 

@@ -81,6 +81,43 @@ class ProtocolHandlers:
             resolve_provider=True))(self.code_action)
         f(lsp.CODE_ACTION_RESOLVE)(self.resolve_code_action)
         f(lsp.TEXT_DOCUMENT_HOVER)(self.hover)
+        self._answer_malformed()
+
+    def _answer_malformed(self) -> None:
+        """A request pygls cannot read (params of the wrong shape, no "jsonrpc") gets a
+        JSON-RPC error response: pygls only logs it, and the client waits for its timeout.
+        The reader calls ``structure_message`` for each dict of a message, the request
+        itself last (the only one with "method" and "id")."""
+        from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
+        protocol = self.protocol
+        structure = protocol.structure_message
+
+        def checked(data):
+            is_request = isinstance(data, dict) and "method" in data and \
+                isinstance(data.get("id"), (int, str)) and not isinstance(data["id"], bool)
+            if is_request and data.get("jsonrpc") != "2.0":
+                protocol._send_response(data["id"], error=JsonRpcInvalidRequest(
+                    "not a JSON-RPC 2.0 request").to_response_error())
+                raise JsonRpcInvalidRequest()
+            try:
+                return structure(data)
+            except JsonRpcException as exc:
+                if is_request:
+                    protocol._send_response(data["id"], error=exc.to_response_error())
+                raise
+        protocol.structure_message = checked
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """A body that is not JSON gets JSON-RPC's parse error (id null), then pygls's
+        default report."""
+        import json
+        if isinstance(error, json.JSONDecodeError):
+            try:     # a dict: pygls's message classes would leave out the null id
+                self.protocol._send_data({"jsonrpc": "2.0", "id": None, "error": {
+                    "code": -32700, "message": f"Parse error: {error}"}})
+            except Exception:
+                pass
+        super().report_server_error(error, source)   # type: ignore[misc]
 
     # -- lifecycle ------------------------------------------------------------------------
     @_guard()
