@@ -233,9 +233,11 @@ def _rule(args) -> int:
         if i:
             print()
         state = "" if r.default_enabled else " (off by default)"
-        fix = {"safe": "Fix is always available.", "unsafe":
-               "Fix is available (unsafe: use --unsafe-fixes)."}.get(r.fix_safety or "",
-                                                                     "No fix.")
+        # fix_safety "safe": every fix the rule offers is safe; "unsafe": some or all
+        # are (tests/test_manners.py checks both against the fixtures' fixes)
+        fix = {"safe": "Fix is available for some findings, and safe.", "unsafe":
+               "Fix is available for some findings; unsafe for some or all of them (use "
+               "--unsafe-fixes; see \"Fix safety\")."}.get(r.fix_safety or "", "No fix.")
         print(f"# {r.name} ({r.code}){state}\n\nDefault severity: {r.severity}. {fix}\n")
         print(r.doc())
     return 0

@@ -316,3 +316,47 @@ def test_malformed_lsp_requests_get_error_responses(tmp_path):
     finally:
         p.kill()
         p.wait()
+
+
+# ---------------------------------------------------------------------------------------
+# honest docs
+
+
+def test_rule_docs_cite_what_a_user_can_open():
+    """A path in a rule's documentation is a file of this repository (git tracks it); no
+    folder of someone's machine (`shared/seeds/` was one)."""
+    import re
+    from cudalint.rule import all_rules
+    tracked = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True,
+                                 text=True).stdout.split())
+    folders = {str(Path(p).parents[i]) for p in tracked
+               for i in range(len(Path(p).parents) - 1)}
+    bad = []
+    for code, rule in all_rules().items():
+        doc = re.sub(r"https?://\S+", "", rule.doc())
+        for m in re.findall(r"\b((?:fixtures|tools|docs|bench|shared|tests)/[\w./*-]*)",
+                            doc):
+            path = m.rstrip(".,)/*")
+            if path not in tracked and path not in folders:
+                bad.append((code, path))
+    assert bad == []
+
+
+def test_declared_fix_safety_matches_the_fixes():
+    """``fix_safety = "safe"`` only where every fix on the fixtures and examples is safe;
+    "unsafe" where some are; None where the rule offers none."""
+    from cudalint.rule import all_rules
+    rules = all_rules()
+    r = _run("check", "fixtures", "examples", "--select", "ALL", "--no-cache",
+             "--output-format", "json", cwd=ROOT)
+    seen: dict[str, set] = {}
+    for d in json.loads(r.stdout):
+        seen.setdefault(d["code"], set()).add((d.get("fix") or {}).get("applicability"))
+    for code, kinds in seen.items():
+        declared = rules[code].fix_safety
+        if declared is None:
+            assert kinds == {None}, code
+        elif declared == "safe":
+            assert "unsafe" not in kinds, code
+        else:
+            assert "unsafe" in kinds, code

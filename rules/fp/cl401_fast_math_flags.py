@@ -47,7 +47,7 @@ class FastMathFlags(Rule):
 
     ## References
     - Floating Point and IEEE 754 Compliance for NVIDIA GPUs, 3.4 "Compiler Flags"
-      (`shared/seeds/004_*`)
+      https://docs.nvidia.com/cuda/floating-point/
     - nvcc documentation, `--use_fast_math`, `--ftz`, `--prec-div`, `--prec-sqrt`
     - Evidence: `fixtures/CL401/sass_truth.json` (SASS with and without the flags)
     """

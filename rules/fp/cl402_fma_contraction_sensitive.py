@@ -44,7 +44,7 @@ class FmaContractionSensitive(Rule):
 
     ## References
     - Floating Point and IEEE 754 Compliance for NVIDIA GPUs, 3.3 "Controlling Fused
-      Multiply-add" (`shared/seeds/004_*`)
+      Multiply-add", https://docs.nvidia.com/cuda/floating-point/
     - Evidence: `fixtures/CL402/sass_truth.json` (FFMA before the fix, none after)
     """
     code = "CL402"

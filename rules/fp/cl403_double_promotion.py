@@ -51,13 +51,14 @@ class DoublePromotion(Rule):
 
     ## References
     - CUDA C++ Best Practices Guide, "Promotions to Doubles and Truncations to Floats"
-    - Floating Point and IEEE 754 Compliance for NVIDIA GPUs (`shared/seeds/004_*`)
+    - Floating Point and IEEE 754 Compliance for NVIDIA GPUs,
+      https://docs.nvidia.com/cuda/floating-point/
     - Evidence: `fixtures/CL403/sass_truth.json` (cuobjdump -sass before and after the fix)
     """
     code = "CL403"
     name = "double-promotion"
     severity = "warning"
-    fix_safety = "safe"
+    fix_safety = "unsafe"
 
     def check(self, ctx):
         facts = ctx.analysis(unit_fp_facts)

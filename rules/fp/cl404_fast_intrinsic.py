@@ -32,7 +32,8 @@ class FastIntrinsic(Rule):
     ## References
     - CUDA C++ Programming Guide, "Mathematical Functions", intrinsic functions accuracy
       table
-    - Floating Point and IEEE 754 Compliance for NVIDIA GPUs, 3.4 (`shared/seeds/004_*`)
+    - Floating Point and IEEE 754 Compliance for NVIDIA GPUs, 3.4,
+      https://docs.nvidia.com/cuda/floating-point/
     """
     code = "CL404"
     name = "fast-intrinsic"

@@ -126,7 +126,7 @@ class UncoalescedGlobalAccess(Rule):
 
     ## References
     - Tuning CUDA Applications for Kepler, 1.4.4 "Global Memory" (coalescing and the
-      read-only data cache), in `shared/seeds/`
+      read-only data cache), https://docs.nvidia.com/cuda/kepler-tuning-guide/
     - CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"
     """
     code = "CL201"

@@ -48,7 +48,7 @@ class SharedBankConflict(Rule):
 
     ## References
     - Tuning CUDA Applications for Kepler, 1.4.3 "Shared Memory and Warp Shuffle"
-      (bank width and conflicts), in `shared/seeds/`
+      (bank width and conflicts), https://docs.nvidia.com/cuda/kepler-tuning-guide/
     - CUDA C++ Best Practices Guide, "Shared Memory and Memory Banks"
     """
     code = "CL202"

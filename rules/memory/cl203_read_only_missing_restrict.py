@@ -111,7 +111,8 @@ class ReadOnlyMissingRestrict(Rule):
     ## References
     - CUDA C++ Programming Guide, "__restrict__" (the reload example)
     - Tuning CUDA Applications for Kepler, 1.4.4.3 "Read-Only Data Cache"
-      (`const __restrict__`, `__ldg()`), in `shared/seeds/`
+      (`const __restrict__`, `__ldg()`),
+      https://docs.nvidia.com/cuda/kepler-tuning-guide/
     - Volta Tuning Guide, 1.4.3.1 "Unified Shared Memory/L1/Texture Cache"
     """
     code = "CL203"

@@ -70,7 +70,7 @@ class LocalMemoryArray(Rule):
 
     ## References
     - Tuning CUDA Applications for Kepler, 1.4.4.2 (local memory and stack data are
-      cached in L1), in `shared/seeds/`
+      cached in L1), https://docs.nvidia.com/cuda/kepler-tuning-guide/
     - CUDA C++ Programming Guide, "Device Memory Accesses", local memory
     """
     code = "CL204"

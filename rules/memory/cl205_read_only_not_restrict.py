@@ -55,15 +55,15 @@ class ReadOnlyNotRestrict(Rule):
     is unsafe (it asserts that no other pointer the kernel uses overlaps the data).
 
     ## References
-    - Tuning CUDA Applications for Kepler, 1.4.4.3 "Read-Only Data Cache", in
-      `shared/seeds/`
+    - Tuning CUDA Applications for Kepler, 1.4.4.3 "Read-Only Data Cache",
+      https://docs.nvidia.com/cuda/kepler-tuning-guide/
     - Volta Tuning Guide, 1.4.3.1 "Unified Shared Memory/L1/Texture Cache"
     """
     code = "CL205"
     name = "read-only-not-restrict"
     severity = "info"
     default_enabled = False
-    fix_safety = "safe"
+    fix_safety = "unsafe"
 
     def check(self, ctx):
         taken = {(k.node.id, a.param.name) for k, a, _, _ in reported(ctx)}

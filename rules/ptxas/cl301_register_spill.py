@@ -43,8 +43,8 @@ class RegisterSpill(Rule):
 
     ## References
     - Tuning CUDA Applications for Kepler, 1.4.1 (Device Utilization and Occupancy) and
-      1.4.4.1 (Increased Addressable Registers Per Thread: spilling vs occupancy), in
-      `shared/seeds/`
+      1.4.4.1 (Increased Addressable Registers Per Thread: spilling vs occupancy),
+      https://docs.nvidia.com/cuda/kepler-tuning-guide/
     - CUDA C++ Programming Guide, "Launch Bounds"; nvcc documentation, `--maxrregcount`
       and `-Xptxas -v`, `-warn-spills`
     """

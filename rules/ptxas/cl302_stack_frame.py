@@ -44,7 +44,7 @@ class StackFrame(Rule):
 
     ## References
     - Tuning CUDA Applications for Kepler, 1.4.4.2 (L1 cache serves local memory: spills
-      and stack data), in `shared/seeds/`
+      and stack data), https://docs.nvidia.com/cuda/kepler-tuning-guide/
     - CUDA C++ Programming Guide, "Device Memory Accesses", local memory
     """
     code = "CL302"

@@ -87,8 +87,8 @@ class LowOccupancy(Rule):
 
     ## References
     - Tuning CUDA Applications for Kepler, 1.4.1 (Device Utilization and Occupancy:
-      registers per thread vs warps per SM) and 1.4.4.1 (spilling vs occupancy), in
-      `shared/seeds/`
+      registers per thread vs warps per SM) and 1.4.4.1 (spilling vs occupancy),
+      https://docs.nvidia.com/cuda/kepler-tuning-guide/
     - CUDA C++ Programming Guide, "Technical Specifications per Compute Capability";
       CUDA toolkit `cuda_occupancy.h` (the occupancy calculator's rules)
     """

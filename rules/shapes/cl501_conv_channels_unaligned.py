@@ -59,7 +59,8 @@ class ConvChannelsUnaligned(Rule):
     - Optimizing Convolutional Layers (cuDNN user guide), 4.4.3 "Channels In And Out"
       (automatic padding since cuDNN 7.6.3; C = 4 kernels for first layers at stride 2,
       Figure 8), 4.4.2 "Filter Size" (for 1x1 filters it is the product C*R*S that
-      matters) and Chapter 1, "Quick-Start Checklist" (`shared/seeds/001_*`, `003_*`)
+      matters) and Chapter 1, "Quick-Start Checklist",
+      https://docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/
     """
     code = "CL501"
     name = "conv-channels-unaligned"

@@ -48,8 +48,10 @@ class BatchSizeQuantization(Rule):
 
     ## References
     - Optimizing Convolutional Layers (cuDNN), quick-start checklist ("divisible by at
-      least 64 and ideally 256") and "Quantization Effects" (`shared/seeds/001_*`,
-      `003_*`)
+      least 64 and ideally 256"),
+      https://docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/,
+      and Matrix Multiplication Background, "Quantization Effects",
+      https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/
     """
     code = "CL502"
     name = "batch-size-quantization"

@@ -48,8 +48,8 @@ class NchwWithAmp(Rule):
     ```
 
     ## References
-    - Optimizing Convolutional Layers (cuDNN), "Tensor Layouts In Memory: NCHW vs NHWC"
-      (`shared/seeds/001_*`, `003_*`)
+    - Optimizing Convolutional Layers (cuDNN), "Tensor Layouts In Memory: NCHW vs NHWC",
+      https://docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/
     - PyTorch, "Channels Last Memory Format" tutorial
     """
     code = "CL503"

@@ -59,8 +59,8 @@ class WarpSynchronousSharedMemory(Rule):
     warps), or after a `break`/`continue` some lanes take; the finding stays.
 
     ## References
-    - Tuning CUDA Applications for Kepler, 1.4.9 "Warp-synchronous Programming", in
-      `shared/seeds/`
+    - Tuning CUDA Applications for Kepler, 1.4.9 "Warp-synchronous Programming",
+      https://docs.nvidia.com/cuda/kepler-tuning-guide/
     - CUDA C++ Programming Guide, "Independent Thread Scheduling" and `__syncwarp()`
     - compute-sanitizer racecheck (measured on the fixtures: `fixtures/CL101/truth.json`)
     """

@@ -37,8 +37,8 @@ class MissingBlockBarrier(Rule):
 
     ## References
     - CUDA C++ Programming Guide, "Shared Memory" and `__syncthreads()`
-    - Tuning CUDA Applications for Kepler, 1.4.9 "Warp-synchronous Programming", in
-      `shared/seeds/`
+    - Tuning CUDA Applications for Kepler, 1.4.9 "Warp-synchronous Programming",
+      https://docs.nvidia.com/cuda/kepler-tuning-guide/
     - compute-sanitizer racecheck (measured on the fixtures: `fixtures/CL102/truth.json`)
     """
     code = "CL102"

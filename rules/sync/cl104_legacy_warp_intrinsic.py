@@ -47,7 +47,7 @@ class LegacyWarpIntrinsic(Rule):
     ## References
     - CUDA C++ Programming Guide, "Warp Shuffle Functions" and "Warp Vote Functions"
     - Tuning CUDA Applications for Kepler, 1.4.3 (shuffle) and 1.4.9 (warp-synchronous
-      programming), in `shared/seeds/`
+      programming), https://docs.nvidia.com/cuda/kepler-tuning-guide/
     """
     code = "CL104"
     name = "legacy-warp-intrinsic"
