@@ -360,3 +360,14 @@ def test_declared_fix_safety_matches_the_fixes():
             assert "unsafe" not in kinds, code
         else:
             assert "unsafe" in kinds, code
+
+
+def test_documented_pre_commit_rev_exists():
+    import re
+    for doc in ("README.md", "docs/editors.md"):
+        revs = re.findall(r"^\s+rev: (\S+)", (ROOT / doc).read_text(), re.M)
+        assert revs, doc
+        for rev in revs:
+            r = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                               cwd=ROOT, capture_output=True)
+            assert r.returncode == 0, f"{doc}: rev {rev} is no tag, branch or commit here"
