@@ -278,14 +278,19 @@ _TOKEN = re.compile(rb"\w+|[^\w\s]")
 
 def macro_expansion(src: bytes) -> tuple[str | None, int]:
     """(the first macro whose expansion passes :data:`MACRO_TOKENS_MAX` tokens or None,
-    the largest expansion counted). Each name counts once per definition (the last one);
-    a name that refers back to itself counts 1, as the preprocessor stops there."""
+    the largest expansion counted). A name defined more than once counts as its largest
+    definition (a use may come before a redefinition: fuzz, a CuPy preamble's chain with
+    a shorter one in the kernel body after it); a name that refers back to itself counts
+    1, as the preprocessor stops there."""
     if b"define" not in src:
         return None, 0
     lines = src.replace(b"\r", b"\n")        # clang ends a line at a lone CR too
-    defs = {m.group(1): _TOKEN.findall(m.group(3)) for m in _DEFINE.finditer(lines)}
-    if len(defs) < 2:
+    bodies: dict[bytes, list[list[bytes]]] = {}
+    for m in _DEFINE.finditer(lines):
+        bodies.setdefault(m.group(1), []).append(_TOKEN.findall(m.group(3)))
+    if len(bodies) < 2:
         return None, 0
+    defs = {n: [t for b in bs for t in b] for n, bs in bodies.items()}
     sizes: dict[bytes, int] = {}
     cap = MACRO_TOKENS_MAX + 1
     largest = 0
@@ -306,10 +311,13 @@ def macro_expansion(src: bytes) -> tuple[str | None, int]:
                 open_.add(toks[i])
                 continue
             total = 0
-            for t in toks:
-                total += sizes.get(t, 1)
-                if total >= cap:
-                    break
+            for body in bodies[name]:
+                one = 0
+                for t in body:
+                    one += sizes.get(t, 1)
+                    if one >= cap:
+                        break
+                total = max(total, one)
             sizes[name] = min(total, cap)
             largest = max(largest, sizes[name])
             open_.discard(name)
