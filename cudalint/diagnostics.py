@@ -10,6 +10,9 @@ from tree_sitter import Node
 SEVERITIES = ("error", "warning", "info")
 
 
+CELL_KEY = 1_000_000_000        # FileResult.lines keys of a notebook: cell * CELL_KEY + row
+
+
 @dataclass(frozen=True)
 class Edit:
     """Replace ``[start, end)`` with ``content``. Offsets are unit bytes in a Finding's fix
@@ -73,9 +76,23 @@ class Diagnostic:
     url: str = ""
     suppressed: bool = False              # kept for SARIF's in-source suppressions
     noqa_row: int | None = None           # the file row whose noqa comment applies
+    # a notebook's finding: the cell (counted from 1 over all cells, as ruff); rows are
+    # then rows of that cell
+    cell: int | None = None
+
+    def line_key(self, row: int) -> int:
+        """The key of a shown source row in FileResult.lines: the row, or for a notebook
+        the cell and the row (rows of different cells never collide)."""
+        return row if self.cell is None else self.cell * CELL_KEY + row
+
+    @property
+    def where(self) -> str:
+        """``row:column``, or ``cell N:row:column`` in a notebook (ruff's form)."""
+        cell = "" if self.cell is None else f"cell {self.cell}:"
+        return f"{cell}{self.row}:{self.column}"
 
     def sort_key(self):
-        return (self.filename, self.row, self.column, self.code, self.message)
+        return (self.filename, self.cell or 0, self.row, self.column, self.code, self.message)
 
     def to_json(self) -> dict[str, Any]:
         fix = None
@@ -86,7 +103,9 @@ class Diagnostic:
                 "edits": [{"content": e.content, "location": _rc(e.start_rc),
                            "end_location": _rc(e.end_rc)} for e in self.fix_edits_rc],
             }
+        cell = {} if self.cell is None else {"cell": self.cell}
         return {
+            **cell,
             "code": self.code,
             "name": self.name,
             "message": self.message,
@@ -121,7 +140,8 @@ class Diagnostic:
                 end_row=data["end_location"]["row"], end_column=data["end_location"]["column"],
                 start_offset=data["start_offset"], end_offset=data["end_offset"], fix=fix,
                 metrics=data.get("metrics", {}), url=data.get("url", ""),
-                suppressed=data.get("suppressed", False), noqa_row=data.get("noqa_row"))
+                suppressed=data.get("suppressed", False), noqa_row=data.get("noqa_row"),
+                cell=data.get("cell"))
         d.fix_edits_rc = edits_rc
         return d
 

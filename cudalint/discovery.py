@@ -1,10 +1,10 @@
 """Which files to lint: walk the given paths, honour ``exclude`` and ``.gitignore``
 (nested ones too, through pathspec), and add the local headers that ``.cu`` files include.
 Files named explicitly on the command line are always linted (like ruff), as CUDA when
-their kind is unknown -- except the kinds of :data:`UNSUPPORTED`: a Jupyter notebook is
-JSON, not CUDA, so one named on the command line is skipped with a one-line warning
-(``cudalint: warning: nb.ipynb: ...; skipped``) until notebooks are read (issue 16), as a
-folder run skips it silently. The warning changes no exit status.
+their kind is unknown -- except the kinds of :data:`UNSUPPORTED` (none now), which are
+skipped with a one-line warning (``cudalint: warning: NAME: ...; skipped``) that changes
+no exit status. Jupyter notebooks (``*.ipynb``) are linted like Python files, found in
+folders and named (cudalint/sources/notebook.py).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from cudalint.sources.base import HEADER_SUFFIXES, file_kind
 
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 # suffixes of files that are never linted, even when named: why, for the warning
-UNSUPPORTED = {".ipynb": "Jupyter notebooks are not linted yet"}
+UNSUPPORTED: dict[str, str] = {}
 
 
 def unsupported(name: str | Path) -> str | None:
@@ -152,7 +152,8 @@ def _any_pattern(spec) -> re.Pattern | None:
         return None
 
 
-_KINDS = {".cu": "cuda", ".cuh": "cuda", ".py": "python", ".pyi": "python"}
+_KINDS = {".cu": "cuda", ".cuh": "cuda", ".py": "python", ".pyi": "python",
+          ".ipynb": "notebook"}
 
 
 def _rel(full: str, root: str) -> str:

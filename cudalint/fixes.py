@@ -90,6 +90,8 @@ def fix_text(path: str, text: str, settings: Settings, kind: str, unsafe: bool
     same edit (issue 25: a CL101 `__syncwarp();` inserted 10 times a run, every run).
     Findings are told apart by :func:`finding_key`; of the findings sharing a key, no
     more fixes are applied over the passes than the most that one pass reported."""
+    if kind == "notebook":
+        return _fix_notebook(path, text, settings, unsafe)
     original_quality = parse_quality(text, kind)
     total = 0
     current = text
@@ -123,6 +125,22 @@ def fix_text(path: str, text: str, settings: Settings, kind: str, unsafe: bool
             applied[key] = applied.get(key, 0) + 1
         current, total = new, total + count
     return current, total
+
+
+def _fix_notebook(path: str, text: str, settings: Settings, unsafe: bool
+                  ) -> tuple[str, int]:
+    """Fixes in a notebook's cells: applied to its Python text (a boundary comment between
+    cells), written back into the JSON; the notebook unchanged when they cannot be."""
+    from cudalint.sources.notebook import NotNotebook, read_notebook
+    try:
+        nb = read_notebook(text)
+    except NotNotebook:
+        return text, 0
+    fixed, count = fix_text(path, nb.marked, settings, "python", unsafe)
+    if count == 0:
+        return text, 0
+    out = nb.write_back(fixed)
+    return (text, 0) if out is None else (out, count)
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -190,17 +190,16 @@ _NOTEBOOK = ('{"cells": [{"cell_type": "code", "source": ["__global__ void k(flo
              '{ a[0] = __shfl(a[1], 0); }"]}], "nbformat": 4}\n')
 
 
-def test_notebook_named_on_the_command_line_is_skipped_with_a_warning(tmp_path, monkeypatch,
-                                                                       capsys):
+def test_notebook_named_on_the_command_line_is_linted(tmp_path, monkeypatch, capsys):
+    """Issue 16: notebooks are read (their code cells as Python); a bare CUDA cell is
+    not Python, so nothing in it is a kernel string: no finding, no warning."""
     from cudalint.cli import main
     monkeypatch.chdir(tmp_path)
     (tmp_path / "nb.ipynb").write_text(_NOTEBOOK)
     assert main(["check", "--no-cache", "--output-format", "json", "nb.ipynb"]) == 0
     out, err = capsys.readouterr()
-    assert json.loads(out) == []
-    assert err == "cudalint: warning: nb.ipynb: Jupyter notebooks are not linted yet; " \
-                  "skipped\n"
-    assert main(["check", "--no-cache", "."]) == 0          # a folder run: silent
+    assert [d["code"] for d in json.loads(out)] == [] and err == ""
+    assert main(["check", "--no-cache", "."]) == 0
     assert capsys.readouterr().err == ""
 
 
@@ -213,7 +212,7 @@ def test_notebook_on_stdin_is_echoed_unchanged(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", Stdin)
     assert main(["check", "--stdin-filename", "nb.ipynb", "--fix"]) == 0
     out, err = capsys.readouterr()
-    assert out == _NOTEBOOK and "not linted yet" in err
+    assert out == _NOTEBOOK and err == ""
 
 
 # ---- the issue's triggers: 1 s of CPU and 200 MB each ---------------------------------

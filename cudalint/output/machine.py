@@ -62,7 +62,11 @@ def render_github(results, console, **_) -> None:
                  f"file={_gh_escape(d.filename, True)},line={d.row},col={d.column},"
                  f"endLine={d.end_row},endColumn={d.end_column}")
         _write(console, f"::{level[d.severity]} {props}::"
-                    f"{_gh_escape(f'{d.filename}:{d.row}:{d.column}: {d.code} {d.message}')}")
+                    f"{_gh_escape(f'{d.filename}:{d.where}: {d.code} {d.message}')}")
+
+
+def _cell(d) -> str:
+    return "" if d.cell is None else f"cell {d.cell}, "
 
 
 def render_junit(results, console, **_) -> None:
@@ -76,11 +80,11 @@ def render_junit(results, console, **_) -> None:
     if not diags:
         lines.append('    <testcase name="cudalint" classname="cudalint"/>')
     for d in diags:
-        name = f"{d.code} at {d.filename}:{d.row}:{d.column}"
+        name = f"{d.code} at {d.filename}:{d.where}"
         lines.append(f"    <testcase name={quoteattr(name)} classname={quoteattr(d.filename)}"
                      f' file={quoteattr(d.filename)} line="{d.row}">')
         lines.append(f"      <failure message={quoteattr(d.message)} type={quoteattr(d.code)}>"
-                     f"{escape(f'line {d.row}, col {d.column}, {d.message}')}</failure>")
+                     f"{escape(_cell(d) + f'line {d.row}, col {d.column}, {d.message}')}</failure>")
         lines.append("    </testcase>")
     lines += ["  </testsuite>", "</testsuites>"]
     _write(console, "\n".join(lines))

@@ -71,7 +71,8 @@ def sarif_document(results: list[FileResult]) -> dict:
             uri = _uri(d.filename, root)
             # stable across line moves: code, file, the line's text and the message; the
             # n-th identical finding in a file gets its own (as GitHub's line hash does)
-            fp = hashlib.sha256(f"{d.code}\0{uri}\0{res.lines.get(d.row, '').strip()}\0"
+            shown = res.lines.get(d.line_key(d.row), '').strip()
+            fp = hashlib.sha256(f"{d.code}\0{uri}\0{shown}\0"
                                 f"{d.message}".encode()).hexdigest()[:32]
             seen[fp] = seen.get(fp, 0) + 1
             fp = f"{fp}:{seen[fp]}"
@@ -90,6 +91,9 @@ def sarif_document(results: list[FileResult]) -> dict:
             }
             if d.metrics:
                 item["properties"] = {"metrics": d.metrics}
+            if d.cell is not None:        # a notebook: the region's rows are the cell's
+                item.setdefault("properties", {})["cell"] = d.cell
+                item["message"]["text"] = f"cell {d.cell}: {d.message}"
             if d.suppressed:
                 item["suppressions"] = [{"kind": "inSource",
                                          "justification": "noqa comment"}]

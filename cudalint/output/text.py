@@ -26,7 +26,7 @@ def _fix_marker(d: Diagnostic, unsafe: bool) -> str:
 
 
 def _headline(d: Diagnostic, unsafe_fixes: bool) -> list:
-    return [("bold", d.filename), f":{d.row}:{d.column}: ", (_STYLE[d.severity], d.code),
+    return [("bold", d.filename), f":{d.where}: ", (_STYLE[d.severity], d.code),
             " ", _fix_marker(d, unsafe_fixes), d.message]
 
 
@@ -61,15 +61,15 @@ def render_full(results, console, unsafe_fixes: bool = False, quiet: bool = Fals
 
 def _excerpt(console, res: FileResult, d: Diagnostic) -> None:
     rows = list(range(max(1, d.row - 1), min(d.end_row, d.row + 3) + 1))
-    rows = [r for r in rows if r in res.lines]
+    rows = [r for r in rows if d.line_key(r) in res.lines]
     if not rows:
         return
     width = len(str(rows[-1]))
     pad = " " * width
     line(console, [("blue", f"{pad} |")], highlight=False)
     for r in rows:
-        text = res.lines[r].replace("\t", "    ")
-        raw = res.lines[r]
+        raw = res.lines[d.line_key(r)]
+        text = raw.replace("\t", "    ")
         line(console, [("blue", f"{r:>{width}} |"), " ", text], highlight=False,
              soft_wrap=True)
         if d.row <= r <= d.end_row:

@@ -27,6 +27,7 @@ CUDA_SUFFIXES = frozenset({".cu", ".cuh"})
 # Headers are linted only when included from a .cu file or named on the command line.
 HEADER_SUFFIXES = frozenset({".h", ".hpp", ".hh", ".inl", ".cuh"})
 PYTHON_SUFFIXES = frozenset({".py", ".pyi"})
+NOTEBOOK_SUFFIXES = frozenset({".ipynb"})     # code cells read as Python (sources/notebook.py)
 # Build files: read for the nvcc flags they set (cudalint/analysis/buildflags.py).
 CMAKE_NAMES = frozenset({"cmakelists.txt"})
 CMAKE_SUFFIXES = frozenset({".cmake"})
@@ -42,6 +43,8 @@ def file_kind(path: str | Path) -> str | None:
         return "cuda"
     if suffix in PYTHON_SUFFIXES:
         return "python"
+    if suffix in NOTEBOOK_SUFFIXES:
+        return "notebook"
     if name in CMAKE_NAMES or suffix in CMAKE_SUFFIXES:
         return "cmake"
     if name in TOML_NAMES:
@@ -55,7 +58,7 @@ def file_kind(path: str | Path) -> str | None:
 class SourceFile:
     path: str                  # as displayed (relative to the working directory when possible)
     text: str
-    kind: str                  # "cuda" | "python" | "cmake" | "toml" | "make"
+    kind: str                  # "cuda" | "python" | "notebook" | "cmake" | "toml" | "make"
 
     @cached_property
     def line_starts(self) -> list[int]:
