@@ -19,7 +19,8 @@ from pathlib import Path
 from cudalint import __version__
 
 SUBCOMMANDS = ("check", "rule", "occupancy", "server", "version", "clean", "help")
-FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit")
+FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "junit", "gitlab",
+           "rdjson")
 
 
 class UsageError(Exception):

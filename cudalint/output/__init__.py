@@ -13,6 +13,8 @@ _WHERE = {
     "sarif": ("sarif", "render_sarif"),
     "github": ("machine", "render_github"),
     "junit": ("machine", "render_junit"),
+    "gitlab": ("review", "render_gitlab"),
+    "rdjson": ("review", "render_rdjson"),
 }
 
 
