@@ -43,6 +43,9 @@ class Settings:
     extend_exclude: tuple[str, ...] = ()
     respect_gitignore: bool = True
     arch: str = "sm_90"
+    # CL403: "reduced-fp64" reports FP64 promotions only for targets with reduced FP64
+    # throughput (sm_61, sm_75, sm_86, ...); "always" on every target
+    fp64_promotion: str = "reduced-fp64"
     block_size: tuple[int, int, int] | None = None
     occupancy_threshold: float = 0.5
     coalescing_threshold: float = 2.0
@@ -107,6 +110,13 @@ def _megabytes(key: str, value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 64:
         raise ConfigError(f"{where}: `{key}` must be a whole number of megabytes, at least "
                           f"64, got {value!r}")
+    return value
+
+
+def _fp64_promotion(key: str, value: Any, where: str) -> str:
+    if value not in ("reduced-fp64", "always"):
+        raise ConfigError(f"{where}: `{key}` must be \"reduced-fp64\" or \"always\", got "
+                          f"{value!r}")
     return value
 
 
@@ -270,6 +280,7 @@ OPTIONS = {
     "extend-exclude": ("extend_exclude", _str_list),
     "respect-gitignore": ("respect_gitignore", _bool),
     "arch": ("arch", _arch),
+    "fp64-promotion": ("fp64_promotion", _fp64_promotion),
     "block-size": ("block_size", _block),
     "occupancy-threshold": ("occupancy_threshold", _fraction),
     "coalescing-threshold": ("coalescing_threshold", _number),

@@ -14,6 +14,9 @@ run (memoised by file signature) and hands them to the model and the analyses:
 - ``buildflags``: the build files that apply to a source file, the nvcc settings of a
   unit, and the build files' digest. Read by CL402/CL404 and the runner (the digest keys
   the result cache); CL401 takes its pre-check words from it.
+- ``targets``: the GPU architectures a unit is compiled for (the ``arch`` setting, the
+  compile call's options, ``-arch``/``-gencode`` and the CMake/PyTorch architecture lists
+  of its build files, else sm_80 and newer). Read by CL203 and CL403.
 - ``nvcc_flags``: what a list of nvcc words means for floating point (-ftz, -prec-div,
   -prec-sqrt, --use_fast_math, --fmad) and for ptxas.
 

@@ -6,20 +6,16 @@ not restrict" observation), which reports what this rule does not.
 """
 from __future__ import annotations
 
-import os
 import re
-from functools import lru_cache
 
 from cudalint.analysis.memory.alias_effects import AliasEffects
 from cudalint.analysis.memory.param_edits import const_edit, restrict_edit
 from cudalint.analysis.memory.pointer_access import PointerAccess
-from cudalint.config import Settings
 from cudalint.model.preproc import not_for_modern_cuda
+from cudalint.project.targets import BUILD_WHERE, target_archs
 from cudalint.diagnostics import Finding, Fix
 from cudalint.rule import Rule
 
-_DEFAULT_ARCH = Settings.arch
-_ARCH_NUMBER = re.compile(r"(?:sm|compute|lto)_(\d+)")
 
 
 class ReadOnlyMissingRestrict(Rule):
@@ -132,31 +128,16 @@ class ReadOnlyMissingRestrict(Rule):
 
 
 def target_arch(ctx) -> tuple[int, str]:
-    """(compute capability number, where it comes from). An `arch` setting other than the
-    default wins; else the lowest architecture of the builds that compile the unit; else
-    the default (sm_90: what sm_80 and newer share for this rule)."""
+    """(compute capability number, where it comes from): the lowest of the unit's targets
+    (project/targets.py), reading only `-arch`/`-gencode` flags, and build files only
+    where one names an sm_3x-sm_6x architecture (none other can make it pre-Volta)."""
     memo = getattr(ctx, "_cl203_arch", None)
     if memo is not None:
         return memo
-    arch = ctx.settings.arch
-    found = (_arch_number(arch) or 90, "the `arch` setting")
-    if arch == _DEFAULT_ARCH:
-        found = (_arch_number(arch) or 90, "the default target (sm_80 and newer)")
-        flags = None
-        try:
-            from cudalint.project.buildflags import unit_settings
-            if getattr(ctx.unit, "embedded", None) is not None or \
-                    _old_arch_in_build_files(os.path.dirname(os.path.abspath(
-                        ctx.unit.file.path))):
-                flags = unit_settings(ctx.unit)
-        except Exception:                       # unreadable build files: the default
-            flags = None
-        if flags is not None:
-            numbers = [n for a in list(flags.arch) + list(flags.gencode)
-                       for n in (_arch_number(x) for x in _ARCH_NUMBER.findall(a)
-                                 if x) if n]
-            if numbers:
-                found = (min(numbers), f"the build files (sm_{min(numbers)})")
+    targets = target_archs(ctx.unit, ctx.settings, lists=False, mentions=_OLD_ARCH)
+    low = min(targets.numbers)
+    found = (low, f"the build files (sm_{low})" if targets.where == BUILD_WHERE
+             else targets.where)
     try:
         ctx._cl203_arch = found
     except AttributeError:
@@ -165,31 +146,6 @@ def target_arch(ctx) -> tuple[int, str]:
 
 
 _OLD_ARCH = re.compile(rb"(?:sm|compute)_[3-6]\d")
-
-
-@lru_cache(maxsize=4096)
-def _old_arch_in_build_files(folder: str) -> bool:
-    """Does a build file in this folder or one above (to the repository root) name an
-    sm_3x-sm_6x architecture at all? Reading which builds compile a file costs about
-    10 ms; most projects name no such target, and then none can be the lowest. (A
-    superset of what unit_settings reads: it only decides whether to ask it.)"""
-    from cudalint.project.buildflags import BUILD_FILES
-    for name in BUILD_FILES:
-        try:
-            with open(os.path.join(folder, name), "rb") as fh:
-                if _OLD_ARCH.search(fh.read()):
-                    return True
-        except OSError:
-            continue
-    parent = os.path.dirname(folder)
-    if parent == folder or os.path.exists(os.path.join(folder, ".git")):
-        return False
-    return _old_arch_in_build_files(parent)
-
-
-def _arch_number(arch: str) -> int | None:
-    m = re.search(r"(\d+)", arch)
-    return int(m.group(1)) if m else None
 
 
 def pre_volta(ctx) -> bool:
