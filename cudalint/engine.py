@@ -13,6 +13,7 @@ from cudalint.diagnostics import CELL_KEY, Diagnostic, Edit, Finding, Fix, edit_
 from cudalint.rule import Rule, all_rules
 from cudalint.selection import code_ignored, enabled_rules, per_file_ignored
 from cudalint.sources.base import SourceFile, Unit, file_kind
+from cudalint.sources.python.units import describe_opaque
 from cudalint.suppressions import parse_suppressions
 
 BINARY_SNIFF = 8192
@@ -95,10 +96,11 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
         ctx = UnitContext(unit, settings)
         if settings.parse_notices and _wants_notices(rules):
             for off, msg in _parse_notices(ctx):
-                notices.append((off, msg))
+                notices.append((off, _described(msg, unit)))
         for rule in unit_rules:
             _run(rule, ctx, unit, findings, notices)
-        notices.extend((unit.file_offset(off), msg) for off, msg in ctx.notices)
+        notices.extend((unit.file_offset(off), _described(msg, unit))
+                       for off, msg in ctx.notices)
     file_rules = [r for r in rules if r.target == "file" and kind in r.file_kinds]
     if file_rules:
         fctx = FileContext(file, settings)
@@ -227,7 +229,9 @@ def _to_diagnostic(rule: type[Rule], f: Finding, unit: Unit | None, file: Source
     row, col = file.position(start)
     end_row, end_col = file.position(end)
     fix = _map_fix(f.fix, unit) if f.fix is not None and not f.in_file else None
-    d = Diagnostic(code=rule.code, name=rule.name, message=f.message,
+    if fix is not None:
+        fix = Fix(_described(fix.message, unit), fix.edits, fix.applicability)
+    d = Diagnostic(code=rule.code, name=rule.name, message=_described(f.message, unit),
                    severity=f.severity or settings.severity_of(rule.code, rule.severity),
                    filename=file.path, row=row, column=col, end_row=end_row,
                    end_column=end_col, start_offset=start, end_offset=end, fix=fix,
@@ -236,6 +240,13 @@ def _to_diagnostic(rule: type[Rule], f: Finding, unit: Unit | None, file: Source
         d.fix_edits_rc = [edit_rc(e.content, file.position(e.start), file.position(e.end))
                           for e in fix.edits]
     return d
+
+
+def _described(message: str, unit: Unit | None) -> str:
+    """Messages never show the opaque identifiers of Python templates: each is replaced
+    by the placeholder it stands for (sources/python/units.describe_opaque)."""
+    emb = getattr(unit, "embedded", None) if unit is not None else None
+    return describe_opaque(message, getattr(emb, "opaque", None))
 
 
 def _map_fix(fix: Fix, unit: Unit | None) -> Fix | None:
@@ -254,7 +265,8 @@ def _map_fix(fix: Fix, unit: Unit | None) -> Fix | None:
 
 def _notice(path: str, message: str, row: int, col: int, settings: Settings,
             offset: int = 0) -> Diagnostic:
-    return Diagnostic(code="CL000", name="analysis-notice", message=message,
+    return Diagnostic(code="CL000", name="analysis-notice",
+                      message=_described(message, None),
                       severity=settings.severity_of("CL000", "warning"), filename=path,
                       row=row, column=col, end_row=row, end_column=col, start_offset=offset,
                       end_offset=offset, url=rule_url("CL000"), noqa_row=row)

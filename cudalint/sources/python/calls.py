@@ -22,7 +22,7 @@ from cudalint.sources.python.launches import LaunchReader
 from cudalint.sources.python.mapping import MStr
 from cudalint.sources.python.resolve import Extractor, Scope
 from cudalint.sources.python.snippets import Snippets, arg
-from cudalint.sources.python.units import (EmbeddedKernel, PyLaunch, PyOption,
+from cudalint.sources.python.units import (OPAQUE_PREFIX, EmbeddedKernel, PyLaunch, PyOption,
                                            PythonExtraction, Unread)
 
 _COMPOUND_BODIES = ("body", "orelse", "finalbody")
@@ -88,7 +88,7 @@ class Collector(LaunchReader, Snippets):
                 if not found and self.ex.branch_hit is not None:
                     found = self.branches(call, api, scope)
                 if self.ex.params_hit and (not found or any(
-                        "__cudalint_opaque_" in k.text for k in found)):
+                        OPAQUE_PREFIX in k.text for k in found)):
                     # a parameter left the source unread or opaque: its callers may know
                     found = self.through_callers(call, api, scope) or found
             except RecursionError:
@@ -313,7 +313,9 @@ class Collector(LaunchReader, Snippets):
                            options=options, options_opaque=opaque,
                            no_extern_c=isinstance(nec, ast.Constant) and nec.value is True,
                            pieces=sorted(set(text.pieces)),
-                           name_expressions=self.name_expressions(call, api, scope))
+                           name_expressions=self.name_expressions(call, api, scope),
+                           opaque={t: o for t, o in ex.opaque.origins.items()
+                                   if t in text.text})
         if api.launch == A.LIBRARY_LAUNCH and api.block:
             k.launches.append(PyLaunch(kernel=None, block=(api.block,), grid=None,
                                        shared_mem=None, start=cs, end=ce))

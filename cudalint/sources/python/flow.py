@@ -49,6 +49,16 @@ def _own_returns(fn: ast.AST) -> list[ast.Return]:
     return out
 
 
+def expression_origin(expr: ast.expr | None) -> str:
+    """``<helper()>``: an unknown operand, as written (shortened)."""
+    try:
+        text = ast.unparse(expr) if expr is not None else ""
+    except Exception:
+        text = ""
+    text = " ".join(text.split())
+    return f"<{text[:37] + '...' if len(text) > 40 else text}>" if text else ""
+
+
 class Flow:
     """Mixin of the Extractor: loops, sequences, calls, templates, partial sums."""
 
@@ -280,9 +290,9 @@ class Flow:
                 continue
             got = mapping.get(m.group(2) or m.group(3)) if known else None
             if got is None:
-                out = out + self.opaque.token()
+                out = out + self.opaque.token(m.group(0))
             else:
-                out = out + self.placeholder(got[0], got[1], depth)
+                out = out + self.placeholder(got[0], got[1], depth, origin=m.group(0))
         return out + tmpl.slice(pos, len(t))
 
     def _template_text(self: "Extractor", expr: ast.expr, scope, depth: int) -> MStr | None:
@@ -310,7 +320,9 @@ class Flow:
         if left is None:
             assert right is not None
             alone = right.text[:1] in ("", "\n")
-            return (MStr.synthetic("\n") if alone else self.opaque.token()) + right
+            return (MStr.synthetic("\n") if alone else
+                    self.opaque.token(expression_origin(expr.left))) + right
         assert left is not None
         alone = left.text[-1:] in ("", "\n")
-        return left + (MStr.synthetic("\n") if alone else self.opaque.token())
+        return left + (MStr.synthetic("\n") if alone else
+                       self.opaque.token(expression_origin(expr.right)))

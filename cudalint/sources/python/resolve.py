@@ -5,9 +5,10 @@ concatenation, escapes), a name bound to one in the function or module, ``+`` / 
 concatenation, ``textwrap.dedent``, ``.strip()``, or a ``.format()`` / ``%`` / f-string
 template. A placeholder whose value is an int or str constant bound in the module is
 substituted; any other placeholder becomes an opaque identifier
-(``__cudalint_opaque_N__``): a value is never guessed. Names are looked up in the
-bindings of their :class:`Scope` (module, class or function body) as seen at the line
-that reads them.
+(``__cudalint_opaque_N__``): a value is never guessed; the placeholder it stands for is
+kept with the kernel, and messages show that instead (units.describe_opaque). Names are
+looked up in the bindings of their :class:`Scope` (module, class or function body) as
+seen at the line that reads them.
 """
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ import ast
 import re
 from contextlib import contextmanager
 
-from cudalint.sources.python.flow import Flow
+from cudalint.sources.python.flow import Flow, expression_origin
 from cudalint.sources.python.mapping import MStr, Scanner, format_field_end
 from cudalint.sources.python.scopes import Binding, Scope
+from cudalint.sources.python.units import OPAQUE_PREFIX
 
 _DEDENT = {"textwrap.dedent"}
 # source text read from a file when the program runs (issue 21 leaves these unread)
@@ -34,12 +36,18 @@ MAX_STEPS = 4000
 
 
 class _Opaque:
+    """Opaque identifiers and where each came from: the placeholder as written
+    (``%(name)s``, ``{dtype}``, ``$T``) or ``<expression>`` for an unknown operand of a
+    ``+``; messages show that text instead of the token (units.describe_opaque)."""
+
     def __init__(self) -> None:
         self.n = 0
+        self.origins: dict[str, str] = {}
 
-    def token(self) -> MStr:
-        tok = f"__cudalint_opaque_{self.n}__"
+    def token(self, origin: str) -> MStr:
+        tok = f"{OPAQUE_PREFIX}{self.n}__"
         self.n += 1
+        self.origins[tok] = origin
         return MStr.synthetic(tok)
 
 
@@ -235,7 +243,9 @@ class Extractor(Flow):
                         # one part of a += chain that no reading can know (another
                         # module's helper, a file): opaque, as one side of a + is
                         part = MStr.synthetic("\n") if not vals or \
-                            vals[-1].text.endswith("\n") else self.opaque.token()
+                            vals[-1].text.endswith("\n") else \
+                            self.opaque.token(expression_origin(b.value)
+                                              if isinstance(b.value, ast.expr) else "")
                         unknown += 1
                     self.why = saved if self.why is None else self.why if saved is None \
                         else saved
@@ -331,7 +341,7 @@ class Extractor(Flow):
         return None
 
     def placeholder(self, value_expr: ast.expr | None, scope, depth: int,
-                    spec: str = "", conversion: str = "") -> MStr:
+                    spec: str = "", conversion: str = "", origin: str = "") -> MStr:
         if value_expr is not None and not spec and conversion in ("", "s"):
             text = self.text_value(value_expr, scope, depth)
             if text is not None:
@@ -340,7 +350,7 @@ class Extractor(Flow):
         value = self.const(value_expr, scope, depth + 1) if value_expr is not None else None
         self.why = saved
         if value is None:
-            return self.opaque.token()
+            return self.opaque.token(origin)
         try:
             if conversion == "r":
                 value = repr(value)
@@ -348,7 +358,7 @@ class Extractor(Flow):
                 value = str(value) if conversion == "s" else ascii(value)
             return MStr.synthetic(format(value, spec))
         except (ValueError, TypeError):
-            return self.opaque.token()
+            return self.opaque.token(origin)
 
     def text_value(self, expr: ast.expr, scope, depth: int) -> MStr | None:
         """A str value substituted into a template, mapped to the literal that holds it
@@ -409,10 +419,11 @@ class Extractor(Flow):
                 if isinstance(p, ast.Constant) and isinstance(p.value, str):
                     parts.append(p.value)
                 else:
-                    return self.opaque.token()
+                    return self.opaque.token(_field_origin(v.value, "", ""))
             spec = "".join(parts)
         conv = chr(v.conversion) if v.conversion and v.conversion > 0 else ""
-        return self.placeholder(v.value, scope, depth, spec, conv)
+        return self.placeholder(v.value, scope, depth, spec, conv,
+                                origin=_field_origin(v.value, conv, spec))
 
     def format(self, template: MStr, call: ast.Call, scope, depth: int) -> MStr | None:
         if any(isinstance(a, ast.Starred) for a in call.args) or \
@@ -459,7 +470,7 @@ class Extractor(Flow):
                 value_expr = kwargs.get(name)
             if rest or not values_known:
                 value_expr = None
-            out = out + self.placeholder(value_expr, scope, depth, spec, conv)
+            out = out + self.placeholder(value_expr, scope, depth, spec, conv, origin=t[i:j])
             i = j
             lit_start = i
         return out + template.slice(lit_start, len(t))
@@ -513,15 +524,21 @@ class Extractor(Flow):
             value = self.const(expr, scope, depth + 1) if expr is not None else None
             self.why = saved
             if value is None:
-                out = out + self.opaque.token()
+                out = out + self.opaque.token(m.group(0))
                 continue
             spec = "%" + m.group(2) + (m.group(3) or "") + \
                 (("." + m.group(4)) if m.group(4) else "") + m.group(5)
             try:
                 out = out + MStr.synthetic(spec % (value,))
             except (TypeError, ValueError, OverflowError):
-                out = out + self.opaque.token()
+                out = out + self.opaque.token(m.group(0))
         return out + template.slice(pos, len(t))
+
+
+def _field_origin(expr: ast.expr, conv: str, spec: str) -> str:
+    """``{x.dtype}``: an f-string field as written (shortened)."""
+    inner = expression_origin(expr)[1:-1]
+    return "{" + inner + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
 
 
 def _arith(op: ast.operator, a, b):

@@ -16,6 +16,7 @@ import re
 from typing import TYPE_CHECKING
 
 from cudalint.sources.python.apis import CompileApi
+from cudalint.sources.python.flow import expression_origin
 from cudalint.sources.python.mapping import MStr
 
 if TYPE_CHECKING:
@@ -157,14 +158,14 @@ class Snippets:
     def _ctype(self, e: ast.expr | None, scope) -> str:
         """The C type of a numpy dtype argument (``np.float32``, ``"float32"``)."""
         if e is None:
-            return self.ex.opaque.token().text
+            return self.ex.opaque.token("<dtype>").text
         q = self.ex.qualname(e) or ""
         v = self.ex.const(e, scope)
         key = q.rsplit(".", 1)[-1] if q.startswith("numpy.") else v if isinstance(v, str) \
             else None
         ty = _DTYPES.get(key or "")
         return ty.replace("complex<", "pycuda::complex<") if ty else \
-            self.ex.opaque.token().text
+            self.ex.opaque.token(expression_origin(e)).text
 
     def pycuda_elementwise(self, call: ast.Call, api: CompileApi, scope) -> MStr | None:
         args = self._text(call, 0, "arguments", scope, "argument list (a C string)")

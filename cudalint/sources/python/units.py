@@ -10,9 +10,24 @@ An :class:`Unread` is a compile call whose source could not be read, with the re
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 
 from cudalint.sources.python.mapping import fits_literal
+
+# the identifier an unknown template value becomes in the CUDA text (never guessed)
+OPAQUE_PREFIX = "__cudalint_opaque_"
+_OPAQUE = re.compile(re.escape(OPAQUE_PREFIX) + r"\d+__")
+
+
+def describe_opaque(message: str, origins: dict[str, str] | None) -> str:
+    """A message with each opaque identifier replaced by where its value comes from in
+    the Python file (``%(name)s``, ``{dtype}``, ``<helper()>``): users never see the
+    internal token."""
+    if OPAQUE_PREFIX not in message:
+        return message
+    return _OPAQUE.sub(lambda m: (origins or {}).get(m.group(0)) or
+                       "<a value known only when the program runs>", message)
 
 
 class PyOption(str):
@@ -55,6 +70,8 @@ class EmbeddedKernel:
     pieces: list[tuple[int, int, bool, str]] = field(default_factory=list)
     # (file start, file end, raw, quote) of each string literal the text came from
     name_expressions: list[str] = field(default_factory=list)   # RawModule instantiations
+    # opaque identifier in ``text`` -> the placeholder or expression it stands for
+    opaque: dict[str, str] = field(default_factory=dict)
 
     def map_offset(self, i: int) -> int:
         if 0 <= i < len(self.char_map):
