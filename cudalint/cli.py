@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="also offer and apply unsafe fixes")
     check.add_argument("--diff", action="store_true",
                        help="print the changes --fix would make; write nothing")
+    check.add_argument("--add-noqa", action="store_true",
+                       help="add a noqa comment for every finding shown (joined to the "
+                            "line's noqa comment when it has one); fixes nothing")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     check.add_argument("--exit-non-zero-on-fix", action="store_true",
                        help="exit 1 when any fix was applied, even if nothing remains")
@@ -370,6 +373,21 @@ def _diff_summary(would_fix: int, hidden: int) -> None:
               file=sys.stderr)
 
 
+def _add_noqa(targets, results) -> int:
+    """ruff's wording: "Added 3 noqa directives." on stderr; exit 0."""
+    from cudalint.fixes import add_noqa_files
+    try:
+        added, _, skipped = add_noqa_files(targets, results)
+    except OSError as exc:
+        raise UsageError(f"cannot write a noqa comment ({exc.strerror or exc})") from None
+    print(f"Added {added} noqa directive{'s' if added != 1 else ''}.", file=sys.stderr)
+    if skipped:
+        print(f"cudalint: warning: {skipped} finding{'s' if skipped != 1 else ''} could not "
+              "take a noqa comment (a line continued with `\\`, or a Python line ending "
+              "inside a string that is not CUDA source)", file=sys.stderr)
+    return 0
+
+
 def _check(args) -> int:
     from cudalint.config import ConfigResolver
     from cudalint.discovery import discover
@@ -398,6 +416,8 @@ def _check(args) -> int:
     fixed_total = 0
     would_change = 0
 
+    if args.add_noqa and (stdin_mode or args.fix or args.diff):
+        raise UsageError("--add-noqa writes files: not with stdin, --fix or --diff")
     if stdin_mode:
         from cudalint.engine import lint_bytes
         from cudalint.fixes import fix_text, unified_diff
@@ -453,6 +473,8 @@ def _check(args) -> int:
             from cudalint.discovery import _excluded
             targets = [t for t in targets if not _excluded(t.path, t.settings)]
         results = run(targets, use_cache=not args.no_cache, jobs=args.jobs, lookup=lookup)
+        if args.add_noqa:
+            return _add_noqa(targets, results)
         if args.fix or args.diff:
             from cudalint.fixes import fix_text, unified_diff, write_atomic
             changed: dict[int, bool] = {}

@@ -143,6 +143,97 @@ def _fix_notebook(path: str, text: str, settings: Settings, unsafe: bool
     return (text, 0) if out is None else (out, count)
 
 
+# codes about noqa comments themselves: a noqa for them would only hide the comment's state
+_NOT_NOQA = frozenset({"CL001", "CL002"})
+
+
+def add_noqa(text: str, kind: str, diagnostics: list[Diagnostic]) -> tuple[str, int, int]:
+    """``--add-noqa``: ``text`` with a noqa comment for every finding shown (merged into
+    the line's comment when it has one), the number of codes added, and the number of
+    findings no comment could be written for (a line continued with a backslash, or a
+    Python-level finding on a line that ends inside a string: a comment there would
+    change the string). A notebook's comments go into its cells."""
+    if kind == "notebook":
+        return _add_noqa_notebook(text, diagnostics)
+    from cudalint.rule import all_rules
+    from cudalint.suppressions import noqa_edit, rows_ending_inside_strings
+    rules = all_rules()
+    string_rows = rows_ending_inside_strings(text) if kind == "python" else set()
+    wanted: dict[int, list[str]] = {}
+    for d in diagnostics:
+        if d.suppressed or d.code in _NOT_NOQA:
+            continue
+        codes = wanted.setdefault(d.noqa_row or d.row, [])
+        if d.code not in codes:
+            codes.append(d.code)
+    added = skipped = 0
+    for row in sorted(wanted, reverse=True):        # bottom up: offsets above stay put
+        for code in sorted(wanted[row]):
+            rule = rules.get(code)
+            if row in string_rows and (rule is None or rule.target != "unit"):
+                skipped += 1                         # a Python string, not CUDA source
+                continue
+            edit = noqa_edit(text, kind, row, code, string_rows)
+            if edit is None:
+                if parse_noqa_codes(text, row, code):
+                    continue
+                skipped += 1
+                continue
+            text = text[:edit.start] + edit.content + text[edit.end:]
+            added += 1
+    return text, added, skipped
+
+
+def add_noqa_files(targets, results) -> tuple[int, int, int]:
+    """``--add-noqa`` over a run's targets and results, each file written atomically:
+    (codes added, files changed, findings left without a comment)."""
+    added = changed = skipped = 0
+    for t, res in zip(targets, results):
+        if not res.visible:
+            continue
+        try:
+            text = t.path.read_bytes().decode("utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            continue
+        new, n, left = add_noqa(text, t.kind, res.diagnostics)
+        skipped += left
+        if n and new != text:
+            write_atomic(t.path, new)
+            added, changed = added + n, changed + 1
+    return added, changed, skipped
+
+
+def parse_noqa_codes(text: str, row: int, code: str) -> bool:
+    """Does ``row`` already suppress ``code``?"""
+    from cudalint.suppressions import parse_suppressions
+    lines = text.split("\n")
+    if not 1 <= row <= len(lines):
+        return False
+    return parse_suppressions(lines[row - 1]).match(code, 1) is not None
+
+
+def _add_noqa_notebook(text: str, diagnostics: list[Diagnostic]) -> tuple[str, int, int]:
+    from dataclasses import replace
+
+    from cudalint.sources.notebook import NotNotebook, read_notebook
+    try:
+        nb = read_notebook(text)
+    except NotNotebook:
+        return text, 0, 0
+    first: dict[int, int] = {}                 # cell number -> its first row in nb.marked
+    row = 1
+    for k, source in enumerate(nb.sources):
+        first[nb.cells[k] + 1] = row
+        row += source.count("\n") + 2          # its rows and the boundary comment's
+    moved = [replace(d, noqa_row=first[d.cell] + (d.noqa_row or d.row) - 1)
+             for d in diagnostics if d.cell in first]
+    marked, added, skipped = add_noqa(nb.marked, "python", moved)
+    if not added:
+        return text, 0, skipped
+    out = nb.write_back(marked)
+    return (text, 0, skipped + added) if out is None else (out, added, skipped)
+
+
 def write_atomic(path: Path, text: str) -> None:
     data = text.encode("utf-8", "surrogatepass")
     folder = path.parent

@@ -4,11 +4,20 @@
   ``noqa`` suppresses everything on that line. In a Python file the comment may also be
   written inside the CUDA string, on the line that holds the reported code.
 * file: ``// cudalint: noqa`` or ``# cudalint: noqa: CL203`` anywhere in the file.
+
+Writing one (:func:`noqa_edit`: the language server's "Disable for this line" and
+``--add-noqa``): the code joins the line's comment, or a comment is added at the end of the
+line, ``//`` in CUDA and ``#`` in Python -- ``//`` written inside the string when the line
+ends inside a kernel string.
 """
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from dataclasses import dataclass, field
+
+from cudalint.diagnostics import Edit
 
 _CODES = r"[A-Za-z]+[0-9]+(?:\s*,\s*[A-Za-z]+[0-9]+)*"
 _FILE = re.compile(rf"(?:#|//)\s*cudalint\s*:\s*noqa(?:\s*:\s*(?P<codes>{_CODES}))?",
@@ -75,3 +84,60 @@ def _directive(m: re.Match, row: int, line_start: int, file_level: bool = False)
         spans.append((cm.group().upper(), base + cm.start(), base + cm.end()))
     return Directive(row, line_start + m.start(), line_start + m.end(),
                      [c for c, _, _ in spans], spans, file_level=file_level)
+
+
+# ---------------------------------------------------------------------------------------
+# "Disable for this line": where the noqa comment goes and in which comment syntax.
+
+def rows_ending_inside_strings(text: str) -> set[int]:
+    """1-based rows whose line break is inside a Python string literal (a kernel string):
+    a comment there must be CUDA's ``//``, written inside the string."""
+    rows: set[int] = set()
+    opened: list[int] = []
+    starts = {getattr(tokenize, n) for n in ("FSTRING_START", "TSTRING_START")
+              if hasattr(tokenize, n)}
+    ends = {getattr(tokenize, n) for n in ("FSTRING_END", "TSTRING_END")
+            if hasattr(tokenize, n)}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.STRING:
+                rows.update(range(tok.start[0], tok.end[0]))
+            elif tok.type in starts:
+                opened.append(tok.start[0])
+            elif tok.type in ends and opened:
+                rows.update(range(opened.pop(), tok.end[0]))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    return rows
+
+
+def noqa_edit(text: str, kind: str, row: int, code: str,
+              string_rows: set[int] | None = None) -> Edit | None:
+    """The edit that suppresses ``code`` on 1-based ``row`` (cudalint rows: split on
+    ``\\n``), or None when the line cannot take a comment (it continues with ``\\``) or
+    already suppresses the code. ``string_rows``: :func:`rows_ending_inside_strings` of a
+    Python text, when the caller has them."""
+    lines = text.split("\n")
+    if not 1 <= row <= len(lines):
+        return None
+    line_start = sum(len(line) + 1 for line in lines[:row - 1])
+    line = lines[row - 1]
+    directive = parse_suppressions(line).lines.get(1)
+    if directive is not None:
+        if directive.codes is None or code in directive.codes:
+            return None
+        at = line_start + directive.code_spans[-1][2]
+        return Edit(at, at, f", {code}")
+    content = line.rstrip("\r").rstrip()
+    if content.endswith("\\"):
+        return None               # a macro or string continued on the next line
+    if kind == "python":
+        if string_rows is None:
+            string_rows = rows_ending_inside_strings(text)
+        prefix = "//" if row in string_rows else "#"
+    elif kind == "cuda":
+        prefix = "//"
+    else:
+        prefix = "#"
+    at = line_start + len(content)
+    return Edit(at, at, f"{'  ' if content else ''}{prefix} noqa: {code}")

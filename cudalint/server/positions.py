@@ -1,20 +1,19 @@
 """Positions and conversion for the language server: cudalint reports character offsets
 into the text, LSP wants 0-based lines and columns in code units of the negotiated encoding
 (``LineIndex``); a finding as an LSP diagnostic (``to_lsp``); the edits the server offers
-that are not a rule's fix: the ``noqa`` comment of "Disable for this line" (``noqa_edit``)
-and the one changed middle of a fixed text (``minimal_edit``)."""
+that are not a rule's fix: the ``noqa`` comment of "Disable for this line" (``noqa_edit``,
+from cudalint/suppressions.py, which ``--add-noqa`` shares) and the one changed middle of a
+fixed text (``minimal_edit``)."""
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 from typing import Any
 
 from lsprotocol import types as lsp
 
 from cudalint import rule_url
 from cudalint.diagnostics import Diagnostic, Edit
-from cudalint.suppressions import parse_suppressions
+from cudalint.suppressions import noqa_edit  # noqa: F401 (the server's name for it)
 
 SOURCE = "cudalint"
 _SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning,
@@ -72,59 +71,6 @@ class LineIndex:
 
     def range(self, start: int, end: int) -> lsp.Range:
         return lsp.Range(start=self.position(start), end=self.position(max(start, end)))
-
-
-# ---------------------------------------------------------------------------------------
-# "Disable for this line": where the noqa comment goes and in which comment syntax.
-
-def _rows_ending_inside_strings(text: str) -> set[int]:
-    """1-based rows whose line break is inside a Python string literal (a kernel string):
-    a comment there must be CUDA's ``//``, written inside the string."""
-    rows: set[int] = set()
-    opened: list[int] = []
-    starts = {getattr(tokenize, n) for n in ("FSTRING_START", "TSTRING_START")
-              if hasattr(tokenize, n)}
-    ends = {getattr(tokenize, n) for n in ("FSTRING_END", "TSTRING_END")
-            if hasattr(tokenize, n)}
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.STRING:
-                rows.update(range(tok.start[0], tok.end[0]))
-            elif tok.type in starts:
-                opened.append(tok.start[0])
-            elif tok.type in ends and opened:
-                rows.update(range(opened.pop(), tok.end[0]))
-    except (tokenize.TokenError, SyntaxError, ValueError):
-        pass
-    return rows
-
-
-def noqa_edit(text: str, kind: str, row: int, code: str) -> Edit | None:
-    """The edit that suppresses ``code`` on 1-based ``row`` (cudalint rows: split on
-    ``\\n``), or None when the line cannot take a comment (it continues with ``\\``) or
-    already suppresses the code."""
-    lines = text.split("\n")
-    if not 1 <= row <= len(lines):
-        return None
-    line_start = sum(len(line) + 1 for line in lines[:row - 1])
-    line = lines[row - 1]
-    directive = parse_suppressions(line).lines.get(1)
-    if directive is not None:
-        if directive.codes is None or code in directive.codes:
-            return None
-        at = line_start + directive.code_spans[-1][2]
-        return Edit(at, at, f", {code}")
-    content = line.rstrip("\r").rstrip()
-    if content.endswith("\\"):
-        return None               # a macro or string continued on the next line
-    if kind == "python":
-        prefix = "//" if row in _rows_ending_inside_strings(text) else "#"
-    elif kind == "cuda":
-        prefix = "//"
-    else:
-        prefix = "#"
-    at = line_start + len(content)
-    return Edit(at, at, f"{'  ' if content else ''}{prefix} noqa: {code}")
 
 
 def minimal_edit(before: str, after: str) -> Edit:
