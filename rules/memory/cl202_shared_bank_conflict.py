@@ -1,6 +1,7 @@
 from cudalint.analysis.memory.figures import (bank_conflict_figures, block_line_metrics,
                                               surely_below, wavefronts)
 from cudalint.analysis.memory.lanes import LaneAnalysis
+from cudalint.analysis.memory.loops import hot, vector_access
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
@@ -23,6 +24,34 @@ class SharedBankConflict(Rule):
     that is an unknown parameter is not reported: with a pitch of p words, every odd p
     is conflict-free, so no degree holds for all but a few values. 8- and 16-byte
     accesses are served in half- and quarter-warp phases, as measured on an H100.
+
+    (Revised 2026-11-24, issue 20) What executes: when a fully unrolled loop around the
+    access (constant trip count, no `#pragma unroll 1`, no barrier; every loop between
+    it and the access unrolled too) has a counter that moves the address by one element
+    for every lane, and the lanes' first addresses are 16-byte (or 8-byte) aligned in
+    every warp and sample, ptxas merges the thread's consecutive loads into one LDS.128
+    (LDS.64): `A_shared_reduce_ptr[row + vk]`, `vk = 0..3`. The degree is then that of
+    the 16-byte access (ideal 4 wavefronts), and the message says so (`vector_bytes`
+    in the metrics). Checked against SASS (sm_90, tests/test_cl202_vector_sass.py on
+    fixtures/CL202/vectorised.cu). In torchsparse's fp32 kernels the 4-byte model said
+    "4-way" and "2-way" where ncu counted no conflicts, and its odd-stride advice
+    removed the LDS.128 and made the kernels 25% and 8% slower (0.0791 -> 0.0985 ms,
+    0.8279 -> 0.8965 ms); the 8-way case that stays conflicted as LDS.128 gained 27% from
+    padding (1.0701 -> 0.7844 ms; bench/triage/sheet-2026-11-24.md #34, #35, #40,
+    bench/triage/gpu/results-2026-11-24/). Vector accesses are padded by one vector.
+
+    A default finding also sits in the kernel's hottest region (`loops.hot`): inside as
+    many loops with a run-time trip count as the deepest shared access of the kernel
+    and as the deepest global one, and taking at least a quarter of the wavefronts per
+    pass of the deepest shared access (constant trip counts times wavefronts; a
+    `__shared__` array named in an `ldmatrix` address counts as a 16-byte access). A
+    kernel with no loops keeps all its accesses. Measured on an H100 (same sheet):
+    torchsparse's reduce_bitmask, a 4-way reduction by warp 0 once per block after the
+    global loads, 0.0192 -> 0.0191 ms when conflict-free (#42-#45). The per-access
+    figures are unchanged; `report_all_loops` (tests, not a user setting) reports
+    every conflicted access. Still reported: 16-byte tile stores at the same nesting as
+    the ldmatrix loads of the MMA loop (torchsparse setting 1: -2.8% and -3.2% when
+    conflict-free, below the 5% bar).
 
     When the degree depends on values the kernel receives it is reported only as a sure
     lower bound ("at least N-way", `exact: false`): the lanes whose distances do not
@@ -62,7 +91,14 @@ class SharedBankConflict(Rule):
                 continue
             if surely_below(access, wavefronts, 2 * access.ideal_wavefronts):
                 continue                        # conflict-free: no need for every figure
-            fig = bank_conflict_figures(access)
+            if not self.report_all_loops and not hot(access):
+                continue                        # outside the kernel's hottest loop
+            # what executes: consecutive elements of an unrolled loop are one vector
+            executed = vector_access(access) or access
+            if executed is not access and \
+                    surely_below(executed, wavefronts, 2 * executed.ideal_wavefronts):
+                continue
+            fig = bank_conflict_figures(executed)
             if fig is None or fig["bank_ways"] < 2 or not_for_modern_cuda(access.node, ctx):
                 continue
             ways = fig["bank_ways"]
@@ -71,16 +107,27 @@ class SharedBankConflict(Rule):
             bound = "".join(f"; `{n}` = {v} from the launch"
                             f"{f' at line {row}' if row is not None else ''}"
                             for n, (v, row) in sorted(access.bound.items()))
+            merged = ""
+            if executed is not access:
+                k = executed.width // access.width
+                merged = (f"; ptxas merges the thread's {k} unrolled {access.width}-byte "
+                          f"accesses to consecutive elements into one {executed.width}-byte "
+                          f"access")
+                fig["vector_bytes"] = executed.width
             yield Finding.at(
                 access.node,
                 f"{ways_txt}-way bank conflict on {access.expr_text or ctx.text(access.node)} "
-                f"({_describe(access)}; {access.block.describe()}{bound}): "
+                f"({_describe(executed)}; {access.block.describe()}{bound}{merged}): "
                 f"{fig['wavefronts']:g} wavefronts instead of {fig['ideal_wavefronts']}; "
-                f"{_remedy(access)}",
+                f"{_remedy(executed)}",
                 metrics={**fig, **block_line_metrics(access),
                          **({"bound": {n: {"value": v, "line": row} for n, (v, row)
                                        in sorted(access.bound.items())}}
                             if access.bound else {})})
+
+    # every conflicted access, also those outside the kernel's hottest loop (tests of
+    # the figures; not a user setting)
+    report_all_loops = False
 
 
 def _describe(access) -> str:
@@ -101,4 +148,8 @@ def _remedy(access) -> str:
         padded = "".join(f"[{d}]" for d in dims)
         return (f"pad the rows: `__shared__ {arr.elem_type} {arr.name}{padded};` "
                 f"or XOR-swizzle the column index with the row")
+    if access.width > 4:
+        return (f"pad the row stride by {access.width} bytes (an odd number of "
+                f"{access.width}-byte vectors keeps the vector access), or XOR-swizzle the "
+                f"index with the lane")
     return "use an odd stride in 4-byte words, or XOR-swizzle the index with the lane"

@@ -52,6 +52,17 @@ class Access:
     bound: dict = field(default_factory=dict)
     # the address as a function of one unknown parameter (symbolic.LinearLanes), if so
     symbolic: "object | None" = None
+    # loops around the access in the kernel body (run-time or rolled ones, iterations of
+    # the constant-bound ones), the deepest such nesting of any access of this space in
+    # the kernel, and the deepest run-time nesting of its global accesses
+    # (lanes.loop_depths; lanes.hot)
+    loop_depth: tuple = (0, 1)
+    hot_depth: tuple = (0, 1)
+    global_depth: int = 0
+    # the access evaluated again with loop counters held (declaration id -> value), and
+    # an expression's lane values (None: not evaluable); set by lanes for loops_of
+    reevaluate: "Callable[[dict], Access | None] | None" = None
+    int_values: "Callable[[Node], tuple | None] | None" = None
 
     def sectors_per_request(self) -> list[int]:
         return [sectors(row, self.width) for row in self.groups]

@@ -51,10 +51,14 @@ class KernelLanes:
 
     def __init__(self, ctx: "UnitContext", fn: "Function", block: BlockShape,
                  structs: Callable[[], dict[str, StructType]],
-                 bound: dict[str, int] | None = None):
+                 bound: dict[str, int] | None = None,
+                 counters: dict[int, int] | None = None):
         self.ctx, self.fn, self.block, self._structs = ctx, fn, block, structs
         # scalar parameters whose value is known (a constant every launch passes)
         self.bound = bound or {}
+        # loop counters held at one iteration (declaration node id -> value): the
+        # address of one unrolled copy of a loop body (CL202's vector accesses)
+        self.counters = counters or {}
         # the scalar parameters an evaluation read (bound or sampled unknowns)
         self.used_params: set[str] = set()
         self.env = fn.constants
@@ -302,6 +306,8 @@ class KernelLanes:
                              evaluate: Callable[[Node], object]):
         if decl.node.id in self._visiting:
             raise Opaque(use)
+        if decl.node.id in self.counters:
+            return self.const(self.counters[decl.node.id])
         quals = {text(c) for c in decl.node.children if c.type in (
             "type_qualifier", "storage_class_specifier")}
         if "__shared__" in quals or "static" in quals or "extern" in quals:

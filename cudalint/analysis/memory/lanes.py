@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
-from cudalint.analysis.memory.figures import Access
+from cudalint.analysis.memory.figures import Access, wavefronts
 from cudalint.analysis.memory.kernel_lanes import KernelLanes, _declared
 from cudalint.analysis.memory.lane_values import UNKNOWN, WARP, Opaque
+from cudalint.analysis.memory.loops import bounded_trip, loop_nodes
 from cudalint.analysis.memory.symbolic import identify
 from cudalint.model.launch_shape import BlockShape, block_shape
 from cudalint.model.types import StructType
@@ -203,11 +204,140 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
             access.symbolic = identify(access, lambda more: _evaluate(KernelLanes(
                 ctx, fn, declared, structs, {**values, **more}), node, target, up))
         access.bound = {n: binding[n] for n in lanes.used_params if n in binding}
+        access.reevaluate = _reevaluator(ctx, fn, declared, structs, values, node, target, up)
+        access.int_values = _int_values(lanes)
         out.append(access)
         targets.append(target)
     if any_block and out:
         out = _same_for_any_block(ctx, fn, structs, values, out, targets, up)
+    if out:
+        loop_depths(lanes, fn, candidates, out, up)
     return out
+
+
+# -- loops around an access (the rules' hot-loop gate and unrolled copies) -------------
+
+def loop_depths(lanes: KernelLanes, fn: "Function", candidates: list[Node],
+                accesses: list[Access], up) -> None:
+    """Set each access's ``loop_depth`` and ``hot_depth`` (see ``Access``): depths are
+    (loops with a run-time trip count or kept rolled, all loops) around the access.
+    ``hot_depth`` is the deepest of the accesses of the kernel to the same space, counting
+    also those no lane figure is computed for (an address the same for every lane, a
+    data-dependent index through a pointer parameter: a search loop over every point
+    reads them at its depth; a `__shared__` array named in an address handed to
+    `ldmatrix`); ``global_depth`` is the deepest run-time nesting of global accesses."""
+    loops = loop_nodes(fn.body)
+    if not loops:
+        return
+    int_values = _int_values(lanes)
+    trips: dict[int, int | None] = {}
+
+    def depth(at: int) -> tuple[int, int]:
+        runtime, weight = 0, 1
+        for lp in loops:
+            if not lp.start_byte <= at < lp.end_byte:
+                continue
+            if lp.id not in trips:
+                trips[lp.id] = bounded_trip(int_values, lp)
+            trip = trips[lp.id]
+            if trip is None:
+                runtime += 1
+            else:
+                weight *= max(1, trip)
+        return runtime, weight
+    hot: dict[str, tuple[int, int]] = {}
+    seen = {a.node.id: a for a in accesses}
+
+    def cost(space: str, at: int, access: Access | None) -> tuple[int, int]:
+        runtime, weight = depth(at)
+        if space == "shared":       # wavefronts per pass: what the shared pipe spends
+            weight *= _first_wavefronts(access) if access is not None else MENTION_WAVEFRONTS
+        return runtime, weight
+    for node in candidates:
+        if _is_inner(node, up):
+            continue
+        access = seen.get(node.id)
+        space = access.space if access is not None else _space_of(lanes, fn, node)
+        if space is not None:
+            hot[space] = max(hot.get(space, (0, 1)), cost(space, node.start_byte, access))
+    shared = {name.encode() for decl, declared in lanes.declared
+              if b"__shared__" in decl.text for name, *_ in declared}
+    body, base = fn.body.text or b"", fn.body.start_byte
+    # names followed by `[` are candidates already; those inside a dereference are
+    # its address (evaluated or not, the candidate counts)
+    spans: list[list[int]] = []
+    for node in sorted((n for n in candidates if n.type != "subscript_expression"),
+                       key=lambda n: n.start_byte):
+        if spans and node.start_byte <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], node.end_byte)
+        else:
+            spans.append([node.start_byte, node.end_byte])
+    starts = [a for a, _ in spans]
+    for m in _IDENT.finditer(body) if shared else ():
+        at = base + m.start()
+        k = bisect_left(starts, at + 1) - 1
+        if m.group() in shared and not re.match(rb"\s*\[", body[m.end():m.end() + 8]) \
+                and not (k >= 0 and spans[k][0] <= at < spans[k][1]):
+            hot["shared"] = max(hot.get("shared", (0, 1)),
+                                cost("shared", base + m.start(), None))
+    for a in accesses:
+        a.loop_depth = cost(a.space, a.node.start_byte, a)
+        a.hot_depth = max(hot.get(a.space, (0, 1)), a.loop_depth)
+        a.global_depth = hot.get("global", (0, 1))[0]
+
+
+# a `__shared__` array named outside an evaluated access (the address handed to an
+# `ldmatrix.x4` or a 16-byte copy): the wavefronts of a 16-byte access
+MENTION_WAVEFRONTS = 4
+
+
+def _first_wavefronts(access: Access) -> int:
+    for row in access.groups:
+        if row.count(None) != len(row):
+            return wavefronts(row, access.width)
+    return 1
+
+
+def _space_of(lanes: KernelLanes, fn: "Function", node: Node) -> str | None:
+    """Global or shared for an access the lane figures skip, or None (a local array,
+    or not known)."""
+    try:
+        p, _ = lanes.lvalue(node)
+        if p.dims:
+            return None
+        return p.space
+    except Opaque:
+        pass
+    except (RecursionError, OverflowError, ValueError, TypeError, AttributeError):
+        return None
+    base = node.child_by_field_name("argument")
+    while base is not None and base.type in ("subscript_expression", "field_expression",
+                                             "parenthesized_expression"):
+        base = base.child_by_field_name("argument") or (
+            base.named_children[0] if base.named_child_count else None)
+    if base is not None and base.type == "identifier":
+        param = fn.param(text(base))
+        if param is not None and param.is_pointer:
+            return "global"
+    return None
+
+
+def _reevaluator(ctx, fn, declared, structs, values, node, target, up):
+    def again(counters: dict[int, int]) -> Access | None:
+        return _evaluate(KernelLanes(ctx, fn, declared, structs, values, counters),
+                         node, target, up)
+    return again
+
+
+def _int_values(lanes: KernelLanes):
+    def value(expr: Node) -> tuple | None:
+        try:
+            return lanes.int_value(expr)
+        except Opaque:
+            return None
+        except (RecursionError, OverflowError, ValueError, TypeError, AttributeError):
+            return None
+    return value
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,234 @@
+"""Loops around a memory access: which accesses sit in a kernel's hottest region (the
+default findings of CL201 and CL202, issue 20), which accesses ptxas executes as one
+vector access (a thread's consecutive elements in a fully unrolled loop: LDS.128), and
+which loops walk a lane's record whole.
+
+The lane evaluator (lanes, kernel_lanes) gives each ``Access`` its loop nesting
+(``loop_depth``, ``hot_depth``, ``global_depth``) and two callables: the access again
+with loop counters held at one iteration (``reevaluate``), and an expression's lane
+values (``int_values``). Everything here is read from those and the syntax tree.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from tree_sitter import Node
+
+from cudalint.analysis.memory.figures import Access
+from cudalint.analysis.memory.kernel_lanes import _declared
+from cudalint.analysis.memory.lane_values import WARP
+from cudalint.parse import text
+
+
+_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+
+
+def loop_nodes(body: Node) -> list[Node]:
+    found = []
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n.type in _LOOPS:
+            found.append(n)
+        stack.extend(n.named_children)
+    return found
+
+
+def loops_around(node: Node, loops: list[Node]) -> list[Node]:
+    """The loops of ``loops`` that hold ``node``, innermost first."""
+    around = [lp for lp in loops if lp.start_byte <= node.start_byte < lp.end_byte
+              and lp.id != node.id]
+    return sorted(around, key=lambda lp: -lp.start_byte)
+
+
+# an access in a loop this many times less frequent than its space's hottest one, at
+# the same run-time nesting, is outside the hot region (torchsparse's tile stores)
+HOT_SHARE = 4
+
+
+def hot(access: Access) -> bool:
+    """The access sits in its kernel's hottest region (the rules' default findings):
+    inside as many loops with a run-time trip count as the deepest access of its space
+    in the kernel, and executed at least 1/HOT_SHARE as often per pass of those loops
+    (constant trip counts multiplied; for shared memory, times the wavefronts each
+    execution takes, so a 16-way read after a 16-pass fill is as hot as the fill); for
+    shared memory, also inside as many run-time
+    loops as the deepest global access (not a block's final reduction after its global
+    loads). A kernel with no loops keeps all."""
+    (runtime, weight), (hot_runtime, hot_weight) = access.loop_depth, access.hot_depth
+    if runtime < hot_runtime or weight * HOT_SHARE < hot_weight:
+        return False
+    return access.space != "shared" or runtime >= access.global_depth
+
+
+def bounded_trip(int_values, loop: Node) -> int | None:
+    """At most how many times a ``for`` loop runs when its bound and step are constants
+    (``for (r = ty; r < 32; r += 8)``: 4; a start that may be negative counts as 0), or
+    None (a run-time bound, or a loop kept rolled by ``#pragma unroll 1``: a loop the
+    hardware runs as a loop)."""
+    if loop.type != "for_statement" or int_values is None:
+        return None
+    cond = loop.child_by_field_name("condition")
+    upd = loop.child_by_field_name("update")
+    if cond is None or upd is None or cond.type != "binary_expression" or \
+            text(cond.child_by_field_name("operator")) not in ("<", "<=", "!="):
+        return None
+    name = text(cond.child_by_field_name("left"))
+    ut = text(upd).replace(" ", "")
+    if ut in (f"++{name}", f"{name}++"):
+        step = 1
+    elif ut.startswith(f"{name}+="):
+        got = int_values(upd.child_by_field_name("right"))
+        step = got[0] if got is not None and len(set(got)) == 1 else 0
+    else:
+        return None
+    stop = int_values(cond.child_by_field_name("right"))
+    if step <= 0 or stop is None or len(set(stop)) != 1:
+        return None
+    prev = loop.prev_sibling
+    while prev is not None and prev.type == "comment":
+        prev = prev.prev_sibling
+    if prev is not None and prev.type == "preproc_call" and \
+            _UNROLL_ONE.match(text(prev).strip()):
+        return None
+    return max(0, -(-stop[0] // step))
+
+
+@dataclass(frozen=True)
+class CountedLoop:
+    """``for (int c = start; c < stop; ++c)``: ``trip`` when ``stop`` is a constant."""
+    node: Node
+    decl: Node                  # the counter's declaration (KernelLanes.counters key)
+    start: int
+    stop: tuple                 # lane values of the bound (sampled when run-time)
+    trip: int | None
+    unrolled: bool              # a constant trip count nvcc unrolls fully
+
+
+_UNROLL_ONE = re.compile(r"#\s*pragma\s+unroll\s*\(?\s*1\s*\)?\s*$")
+_UNROLL = re.compile(r"#\s*pragma\s+unroll\b")
+# constant trip counts nvcc unrolls without a pragma (local_index: 128 unrolled)
+UNROLLED_TRIP = 128
+
+
+def counted_loop(int_values, loop: Node) -> CountedLoop | None:
+    """The loop as a counted loop with a counter declared in its header, stepping by
+    one, or None (``int_values``: an access's, see ``Access``)."""
+    if loop.type != "for_statement" or int_values is None:
+        return None
+    init = loop.child_by_field_name("initializer")
+    cond = loop.child_by_field_name("condition")
+    upd = loop.child_by_field_name("update")
+    if init is None or init.type != "declaration" or cond is None or upd is None:
+        return None
+    declared = _declared(init)
+    if len(declared) != 1 or declared[0][3] is None or declared[0][2]:
+        return None
+    name = declared[0][0]
+    if cond.type != "binary_expression" or \
+            text(cond.child_by_field_name("left")) != name or \
+            text(cond.child_by_field_name("operator")) not in ("<", "<="):
+        return None
+    ut = text(upd).replace(" ", "")
+    if ut not in (f"++{name}", f"{name}++", f"{name}+=1", f"{name}={name}+1"):
+        return None
+    start = int_values(declared[0][3])
+    stop = int_values(cond.child_by_field_name("right"))
+    if start is None or stop is None or len(set(start)) != 1:
+        return None
+    if text(cond.child_by_field_name("operator")) == "<=":
+        stop = tuple(v + 1 for v in stop)
+    first = start[0]
+    trip = stop[0] - first if len(set(stop)) == 1 else None
+    prev = loop.prev_sibling
+    while prev is not None and prev.type == "comment":
+        prev = prev.prev_sibling
+    pragma = text(prev).strip() if prev is not None and prev.type == "preproc_call" else ""
+    unrolled = trip is not None and trip > 0 and not _UNROLL_ONE.match(pragma) and (
+        _UNROLL.match(pragma) is not None or trip <= UNROLLED_TRIP)
+    return CountedLoop(loop, init, first, stop, trip, unrolled)
+
+
+def counter_step(access: Access, loop: CountedLoop) -> tuple[Access, int] | None:
+    """The access at the loop's first iteration and the byte step of its address from
+    one iteration to the next, when it is the same for every active lane of every
+    warp and sample; None otherwise."""
+    if access.reevaluate is None:
+        return None
+    a0 = access.reevaluate({loop.decl.id: loop.start})
+    a1 = access.reevaluate({loop.decl.id: loop.start + 1})
+    if a0 is None or a1 is None or len(a0.groups) != len(a1.groups):
+        return None
+    steps = set()
+    for r0, r1 in zip(a0.groups, a1.groups):
+        for x, y in zip(r0, r1):
+            if (x is None) != (y is None):
+                return None
+            if x is not None:
+                steps.add(y - x)
+    if len(steps) != 1:
+        return None
+    return a0, steps.pop()
+
+
+_BARRIER = re.compile(rb"__syncthreads|__syncwarp|bar\.sync|\.sync\s*\(")
+
+
+def vector_access(access: Access) -> Access | None:
+    """The access as ptxas executes it when a fully unrolled loop around it makes one
+    thread touch consecutive elements: ``for (k = 0; k < 4; ++k) ... s[row + k]`` with
+    4-byte elements is one 16-byte access (LDS.128/STS.128) at ``s[row]``, not four
+    4-byte ones. The counter of an unrolled loop (every loop between it and the access
+    unrolled too, no barrier in it) must move the address by one element for every
+    lane, and the lanes' first addresses must be aligned to the vector (8 or 16 bytes,
+    in every warp and sample of the unknowns); None otherwise."""
+    if access.space != "shared" or access.width not in (1, 2, 4, 8) or \
+            access.kernel.body is None:
+        return None
+    for loop in loops_around(access.node, loop_nodes(access.kernel.body)):
+        counted = counted_loop(access.int_values, loop)
+        if counted is None or not counted.unrolled or _BARRIER.search(loop.text or b""):
+            return None             # copies of an outer iteration are not adjacent
+        got = counter_step(access, counted)
+        if got is None or got[1] != access.width:
+            continue
+        first = got[0]
+        for vw in (16, 8):
+            k = vw // access.width
+            if k < 2 or counted.trip % k:
+                continue
+            if all(x % vw == 0 for row in first.groups for x in row if x is not None):
+                return replace(access, groups=first.groups, width=vw)
+        return None
+    return None
+
+
+def whole_record_loop(access: Access, span: int | None = None) -> Node | None:
+    """A loop around the access whose counter walks the lane's record piece by piece
+    from its start to its end: ``for (k = 0; k < K; ++k) q[pix * K + k]`` (lane stride
+    ``K`` elements), or ``b[(pix * K + k) * 3 + 0..2]`` with ``span`` 12 (the bytes the
+    access and its siblings cover per iteration): each thread reads its record whole
+    across the loop's iterations. None when there is no such loop."""
+    span = span or access.width
+    if access.kernel.body is None:
+        return None
+    for loop in loops_around(access.node, loop_nodes(access.kernel.body)):
+        counted = counted_loop(access.int_values, loop)
+        if counted is None:
+            continue
+        got = counter_step(access, counted)
+        if got is None or got[1] != span:
+            continue
+        first, ok = got[0], False
+        for g, row in enumerate(first.groups):
+            live = [x for x in row if x is not None]
+            if len(live) < 2:
+                continue
+            stride = live[1] - live[0]
+            if stride <= 0 or (counted.stop[g * WARP] - counted.start) * span != stride or \
+                    any(b - a != stride for a, b in zip(live, live[1:])):
+                return None
+            ok = True
+        return loop if ok else None
+    return None
