@@ -2,6 +2,7 @@ from cudalint.analysis.memory.figures import (SECTOR, block_line_metrics, coales
                                               sectors, surely_below)
 from cudalint.analysis.memory.lane_values import PARAM_SAMPLES
 from cudalint.analysis.memory.lanes import LaneAnalysis
+from cudalint.analysis.memory.loops import hot, whole_record_loop
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.analysis.memory.siblings import SiblingGroup, access_row, group_siblings
 from cudalint.analysis.memory.siblings import direction as _direction
@@ -85,6 +86,26 @@ class UncoalescedGlobalAccess(Rule):
     `x_stride_bytes` for 2D blocks), `block`, `block_source`, `block_line`,
     `sibling_accesses`, `sibling_rows`.
 
+    (Revised 2026-11-24, issue 20) A default finding also sits in the kernel's hottest
+    region (`loops.hot`): inside as many loops with a run-time trip count as the
+    deepest global access of the kernel (counting the accesses no figure is computed
+    for: an address the same for every lane, a data-dependent index through a pointer
+    parameter), and in a loop run at least a quarter as often per pass (constant trip
+    counts multiplied). A kernel with no loops keeps all its accesses. And a load whose
+    lane stride is a record the same thread reads whole across an enclosing loop
+    (`for (k = 0; k < K; ++k) ... q[pix * K + k]`, the counter moving the address by
+    the bytes the access and its siblings cover, the trip count times that equal to the
+    lane stride) is a record read whole once, silent by default as above (a row-wise
+    matrix-vector product's `a[row * cols + k]` included). The hand triage of issue 20
+    (bench/triage/sheet-2026-11-24.md #1-#11, bench/triage/gpu/results-2026-11-24/)
+    found 11/11 such findings not worth acting on: K-slots written once per query after
+    an O(n) search loop (pytorch_cluster knn: 4 MB at the measured AoS store rate of
+    265 GB/s, ~16 us against 15.7 ms for the kernel on an H100), pixels' K-records read
+    whole across the k loop. Stores of records written whole in the hot loop stay
+    reported: a store-only kernel writing 96-byte records lane by lane ran at 265 GB/s
+    against 3130 GB/s for SoA. `report_whole_records` (tests, not a user setting)
+    reports them all.
+
     Sibling accesses are reported once. Array-of-structs code touches a thread's record
     field by field (`out[2*i] = p.x; out[2*i+1] = p.y;`, `v[3*i]`, `v[3*i+1]`,
     `v[3*i+2]`): every scalar access is uncoalesced (and measured so), but they are one
@@ -162,13 +183,19 @@ class UncoalescedGlobalAccess(Rule):
         # figures stay per access (the GPU measures each one); the fields of one record
         # accessed one after another are reported once, at the first of them
         for group in group_siblings(ctx, flagged):
+            if not self.report_whole_records and (
+                    not any(hot(a) for a in group.members)
+                    or _direction(group.first) == "load" and whole_record_loop(
+                        group.first, max(group.offsets) - min(group.offsets) + group.first.width)
+                    is not None):
+                continue                # outside the hottest loop, or a record read whole
             waste = _wasted_traffic(ctx, group, facts.accesses)
             if waste is None and not self.report_whole_records:
                 continue
             yield self._finding(ctx, group, waste)
 
-    # every uncoalesced access, also records read whole once (tests of the figures and
-    # of sibling grouping; not a user setting)
+    # every uncoalesced access, also records read whole once and accesses outside the
+    # hottest loop (tests of the figures and of sibling grouping; not a user setting)
     report_whole_records = False
 
     def _finding(self, ctx, group: SiblingGroup, waste: dict | None) -> Finding:
