@@ -193,7 +193,8 @@ def encode_result(result: "FileResult") -> tuple | None:
         rc = tuple((e.content, tuple(e.start_rc), tuple(e.end_rc)) for e in d.fix_edits_rc)
         diags.append((d.code, d.name, d.message, d.severity, d.filename, d.row, d.column,
                       d.end_row, d.end_column, d.start_offset, d.end_offset, fix,
-                      d.metrics, d.url, d.suppressed, d.noqa_row, rc))
+                      d.metrics, d.url, d.suppressed, d.noqa_row, rc)
+                     + (() if d.cell is None else (d.cell,)))      # a notebook's cell
     out = (result.path, result.lines_of_code, tuple(result.lines.items()), tuple(diags),
            tuple(tuple(u) for u in result.unread))
     return out if _plain(out) else None
@@ -225,15 +226,17 @@ def decode_result(data: tuple) -> "CachedResult | None":
         if not raw and not lines and not unread and type(path) is str and type(loc) is int:
             return FileResult(path, [], {}, loc)       # most files: nothing to check
         diags = []
-        for (code, name, message, severity, filename, row, column, end_row, end_column,
-             start, end, fix, metrics, url, suppressed, noqa_row, rc) in raw:
+        for item in raw:
+            (code, name, message, severity, filename, row, column, end_row, end_column,
+             start, end, fix, metrics, url, suppressed, noqa_row, rc) = item[:17]
+            cell = item[17] if len(item) == 18 else None
             if fix is not None:
                 fix = Fix(fix[0], tuple(Edit(s, e, c) for s, e, c in fix[1]), fix[2])
             d = Diagnostic(code=code, name=name, message=message, severity=severity,
                            filename=filename, row=row, column=column, end_row=end_row,
                            end_column=end_column, start_offset=start, end_offset=end,
                            fix=fix, metrics=metrics, url=url, suppressed=suppressed,
-                           noqa_row=noqa_row)
+                           noqa_row=noqa_row, cell=cell)
             d.fix_edits_rc = [edit_rc(c, tuple(a), tuple(b)) for c, a, b in rc]
             diags.append(d)
         result = FileResult(path, diags, dict(lines), loc, unread=[tuple(u) for u in unread])
@@ -471,7 +474,8 @@ def _well_formed(result: "FileResult") -> bool:
                 all(type(v) is int for v in (d.row, d.column, d.end_row, d.end_column,
                                              d.start_offset, d.end_offset)) and
                 isinstance(d.metrics, dict) and isinstance(d.suppressed, bool) and
-                (d.noqa_row is None or type(d.noqa_row) is int)):
+                (d.noqa_row is None or type(d.noqa_row) is int) and
+                (d.cell is None or type(d.cell) is int)):
             return False
         if d.fix is not None and not all(
                 type(e.start) is int and type(e.end) is int and isinstance(e.content, str)

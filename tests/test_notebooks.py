@@ -145,3 +145,12 @@ def test_not_a_notebook_is_a_notice(tmp_path, monkeypatch, capsys):
     found = json.loads(_run(capsys, "--output-format", "json", "."))
     assert [(d["filename"], d["code"]) for d in found] == [("bad.ipynb", "CL000"),
                                                            ("r.ipynb", "CL000")]
+
+
+def test_a_cached_result_keeps_the_cells(nb_dir, capsys):
+    first = _run(capsys, "--output-format", "concise", "kernels.ipynb")   # writes the cache
+    main(["check", "--output-format", "concise", "kernels.ipynb"])
+    capsys.readouterr()
+    main(["check", "--output-format", "concise", "kernels.ipynb"])
+    again = capsys.readouterr().out
+    assert "kernels.ipynb:cell 3:4:10: CL104 " in again and again == first
