@@ -125,7 +125,67 @@ def _unknown_command(word: str) -> bool:
         all(c.isalnum() or c in "-_" for c in word)
 
 
+_SIGINT = {"raised": False}
+
+
+def _on_sigint(signum, frame) -> None:
+    """The first Ctrl-C unwinds the run (KeyboardInterrupt, caught in :func:`main`); one
+    during that unwinding, or after main returned (exit handlers), ends the process."""
+    if _SIGINT["raised"]:
+        os._exit(130)
+    _SIGINT["raised"] = True
+    raise KeyboardInterrupt
+
+
+def _interrupted() -> int:
+    """Exit 130 with one line, whatever phase the interrupt reached: the libclang helper
+    of this process is killed (the workers are, by the runner)."""
+    helper = sys.modules.get("cudalint.analysis.fp.clang_process")
+    if helper is not None:
+        try:
+            helper.stop(kill=True)
+        except Exception:
+            pass
+    try:
+        print("cudalint: interrupted", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    command_line = argv is None
+    try:
+        previous = signal.signal(signal.SIGINT, _on_sigint)
+    except ValueError:                    # not the main thread (an embedding program)
+        previous = None
+    _SIGINT["raised"] = False
+    try:
+        code = _main(argv)
+        if _SIGINT["raised"]:     # an interrupt some guard took for a failure
+            raise KeyboardInterrupt
+        return code
+    except KeyboardInterrupt:
+        code = _interrupted()
+        if command_line:
+            # exit here: CPython ends a process whose KeyboardInterrupt it saw anywhere
+            # with a SIGINT of its own at shutdown (subprocess sees -2, not 130)
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(code)
+        return code
+    finally:
+        if command_line:
+            _SIGINT["raised"] = True      # from here on a Ctrl-C just ends the process
+        elif previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and _unknown_command(argv[0]) and argv[0] not in SUBCOMMANDS:
         print(f"cudalint: error: unrecognized subcommand `{argv[0]}` (commands: "
@@ -180,11 +240,11 @@ def _command(args) -> int:
     except UsageError as exc:
         print(f"cudalint: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
+    except (KeyboardInterrupt, BrokenPipeError):
         raise
     except Exception as exc:   # the last line of defence: a clear one-line error
+        if _SIGINT["raised"]:  # what a Ctrl-C became on its way up (a RuntimeError
+            raise KeyboardInterrupt from None    # from a class being created, say)
         from cudalint.config import ConfigError
         if isinstance(exc, ConfigError):
             print(f"cudalint: error: {exc}", file=sys.stderr)

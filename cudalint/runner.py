@@ -119,8 +119,10 @@ def _serve(conn, targets: list["Target"], keyed: bool, memory_mb: int) -> None:
     """A worker process: chunks of indices in, one ``(index, result)`` out per file, so
     that the parent knows which file it was on if it dies."""
     import signal
+    from multiprocessing import parent_process
     from cudalint.analysis.fp import clang_process
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it closes the pipe
+    clang_process.die_with_parent(parent_process().pid)     # SIGKILL of the parent too
     clang_process.limit_memory(memory_mb)
     _tune_gc()
     try:
@@ -197,6 +199,10 @@ class _Workers:
                         continue
                     if not w["pending"]:
                         self._feed(w, queue)
+        except BaseException:       # Ctrl-C: no result is wanted, no worker waited for
+            for w in workers:
+                w["proc"].kill()
+            raise
         finally:
             for w in workers:
                 w["conn"].close()

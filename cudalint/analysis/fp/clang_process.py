@@ -36,9 +36,15 @@ class _Helper:
         self.owner = os.getpid()
         self.memory_mb = memory_mb
         self.conn, child = Pipe()
+        import threading
+        # the death signal follows the forking thread: only the main thread's lives as
+        # long as the process (a server's pool thread may end before its helper should)
+        main = threading.current_thread() is threading.main_thread()
         pid = os.fork()
         if pid == 0:                            # the helper: never returns
             try:
+                if main:
+                    die_with_parent(self.owner)
                 self.conn.close()
                 _serve(child, memory_mb)
             finally:
@@ -86,6 +92,23 @@ class _Helper:
         except OSError:
             return "status unknown"
         return _ending(status)
+
+
+def die_with_parent(parent: int) -> None:
+    """This forked process gets SIGKILL when ``parent`` (the process, on its forking
+    thread) ends, however it ends: a killed ``cudalint`` must not leave its workers and
+    helpers running, re-parented, forever (Linux prctl(PR_SET_PDEATHSIG)). If the parent
+    is already gone, exit now."""
+    import sys
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)        # 1: PR_SET_PDEATHSIG
+        except (OSError, AttributeError, TypeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _ending(status: int) -> str:
