@@ -96,6 +96,8 @@ class DocumentState:
     @staticmethod
     def kind_of(path: str | None, language_id: str | None) -> str | None:
         kind = file_kind(path) if path else None
+        if kind == "notebook":
+            return None   # positions would be the cells', not the JSON's (docs/editors.md)
         if kind is not None:
             return kind
         lang = (language_id or "").lower()
