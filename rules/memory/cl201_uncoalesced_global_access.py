@@ -12,6 +12,15 @@ from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 
 
+
+# The longest row a thread may walk across a loop and still cost nothing measurable: on an
+# H100 rows of 3, 8 and 9 floats ran as fast as the column-major layout (0.98-1.33x), rows
+# of 32, 256 and 2048 floats 2.4-2.8x slower, with DRAM bytes equal to the useful bytes in
+# both (the cost is L1 throughput): fixtures/CL201/record_loop.json, written by
+# tools/gputruth/record_loop.py. Between 36 and 128 bytes nothing was measured.
+SHORT_RECORD_BYTES = 36
+
+
 class UncoalescedGlobalAccess(Rule):
     """## What it does
     Finds global-memory loads and stores whose addresses, across the 32 lanes of a warp,
@@ -95,8 +104,13 @@ class UncoalescedGlobalAccess(Rule):
     lane stride is a record the same thread reads whole across an enclosing loop
     (`for (k = 0; k < K; ++k) ... q[pix * K + k]`, the counter moving the address by
     the bytes the access and its siblings cover, the trip count times that equal to the
-    lane stride) is a record read whole once, silent by default as above (a row-wise
-    matrix-vector product's `a[row * cols + k]` included). The hand triage of issue 20
+    lane stride) is a record read whole once, silent by default as above while the
+    record is at most 36 bytes: on an H100, rows of 3, 8 and 9 floats walked by one
+    thread ran as fast as the column-major layout, rows of 32, 256 and 2048 floats
+    2.4-2.8x slower (0.27 vs 0.10 ms over 256 MB, DRAM bytes equal to the useful bytes
+    in both: the cost is L1 throughput; `fixtures/CL201/record_loop.json`, written by
+    `tools/gputruth/record_loop.py`). A row-wise matrix-vector product's
+    `a[row * cols + k]`, whose row length `cols` is unknown, stays a finding. The hand triage of issue 20
     (bench/triage/sheet-2026-11-24.md #1-#11, bench/triage/gpu/results-2026-11-24/)
     found 11/11 such findings not worth acting on: K-slots written once per query after
     an O(n) search loop (pytorch_cluster knn: 4 MB at the measured AoS store rate of
@@ -186,8 +200,8 @@ class UncoalescedGlobalAccess(Rule):
             if not self.report_whole_records and (
                     not any(hot(a) for a in group.members)
                     or _direction(group.first) == "load" and whole_record_loop(
-                        group.first, max(group.offsets) - min(group.offsets) + group.first.width)
-                    is not None):
+                        group.first, max(group.offsets) - min(group.offsets) + group.first.width,
+                        max_record=SHORT_RECORD_BYTES) is not None):
                 continue                # outside the hottest loop, or a record read whole
             waste = _wasted_traffic(ctx, group, facts.accesses)
             if waste is None and not self.report_whole_records:
@@ -197,6 +211,7 @@ class UncoalescedGlobalAccess(Rule):
     # every uncoalesced access, also records read whole once and accesses outside the
     # hottest loop (tests of the figures and of sibling grouping; not a user setting)
     report_whole_records = False
+
 
     def _finding(self, ctx, group: SiblingGroup, waste: dict | None) -> Finding:
         access, fig = group.first, group.payload[0]
@@ -271,6 +286,9 @@ class UncoalescedGlobalAccess(Rule):
 # measured on an H100 (fixtures/CL201/traffic.json, tools/gputruth/memory.py --traffic)
 _MEASURED_FIELD = ("measured on an H100: one field of 12-byte records moves 3.0x the "
                    "useful bytes from DRAM and takes 1.53x the time of an array of its own")
+_MEASURED_ROW_WALK = ("measured on an H100, rows of 32 floats or more walked this way run "
+                      "2.4-2.8x slower than a column-major layout where lanes read "
+                      "neighbouring elements, rows of 9 floats or fewer cost nothing")
 _MEASURED_REREAD = ("records read whole once cost what structure-of-arrays costs; a "
                     "farthest-point-sampling loop re-reading them gained 12% from SoA, a "
                     "plain re-read loop measured within 1% on an H100: profile first")
@@ -282,6 +300,17 @@ def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
     pointer, up to one (``fetched_and_used``), and no loop reads them again
     (``rereading_loop``)."""
     access, fig = group.first, group.payload[0]
+    walk = whole_record_loop(access, max(group.offsets) - min(group.offsets) + access.width) \
+        if _direction(access) == "load" else None
+    if walk is not None:
+        # the thread reads its row whole across the loop: no byte is wasted, the cost is
+        # L1 throughput on rows longer than SHORT_RECORD_BYTES
+        row = ctx.unit.file.position(ctx.unit.file_offset(walk.start_byte))[0] \
+            if _mappable(ctx, walk) else None
+        at = f" at line {row}" if row is not None else ""
+        return {"wasted": "row_walk", "loop_line": row,
+                "text": f"each thread walks its own row across the loop{at}: "
+                        f"{_MEASURED_ROW_WALK}"}
     fetched, used = fetched_and_used(access, [a for a in accesses if a.space == "global"],
                                      large_value_samples(fig))
     if fetched - used >= SECTOR or not fetched:

@@ -204,12 +204,14 @@ def vector_access(access: Access) -> Access | None:
     return None
 
 
-def whole_record_loop(access: Access, span: int | None = None) -> Node | None:
+def whole_record_loop(access: Access, span: int | None = None,
+                      max_record: int | None = None) -> Node | None:
     """A loop around the access whose counter walks the lane's record piece by piece
     from its start to its end: ``for (k = 0; k < K; ++k) q[pix * K + k]`` (lane stride
     ``K`` elements), or ``b[(pix * K + k) * 3 + 0..2]`` with ``span`` 12 (the bytes the
     access and its siblings cover per iteration): each thread reads its record whole
-    across the loop's iterations. None when there is no such loop."""
+    across the loop's iterations. None when there is no such loop, or when a record (in
+    any sample of the unknowns) is longer than ``max_record`` bytes."""
     span = span or access.width
     if access.kernel.body is None:
         return None
@@ -228,6 +230,8 @@ def whole_record_loop(access: Access, span: int | None = None) -> Node | None:
             stride = live[1] - live[0]
             if stride <= 0 or (counted.stop[g * WARP] - counted.start) * span != stride or \
                     any(b - a != stride for a, b in zip(live, live[1:])):
+                return None
+            if max_record is not None and stride > max_record:
                 return None
             ok = True
         return loop if ok else None
