@@ -162,3 +162,11 @@ def test_the_language_server_leaves_notebook_files_alone():
     from cudalint.server.state import DocumentState
     assert DocumentState.kind_of("/p/nb.ipynb", "json") is None
     assert DocumentState.kind_of("/p/k.py", "python") == "python"
+
+
+def test_magic_like_rows_inside_a_kernel_string_are_kept():
+    src = ('k = cp.RawKernel("""\nextern "C" __global__ void f(\n%(type)s* x) {\n'
+           '}""" % d, "f")\n%time g()')
+    out = blank(src).split("\n")
+    assert out[2] == "%(type)s* x) {"              # CUDA text of a `%` template
+    assert out[4] == "0        "                   # the magic after the string

@@ -18,8 +18,10 @@ untouched.
 from __future__ import annotations
 
 import bisect
+import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass, field
 
 # cell magics whose body is Python (ruff's list): the first line is blanked, the rest read
@@ -125,7 +127,26 @@ def blank(source: str) -> str:
             continued = body.rstrip().endswith("\\")
             continue
         out.append(r)
+    inside = _rows_inside_strings("\n".join(out))
+    if inside:                            # `%(type)s* x` in a kernel string is CUDA text
+        out = [rows[i] if i in inside else r for i, r in enumerate(out)]
     return "\n".join(out)
+
+
+def _rows_inside_strings(text: str) -> set[int]:
+    """0-based rows that begin inside a string literal (a multi-line kernel string)."""
+    rows: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.STRING or tok.type in _STRING_PARTS:
+                rows.update(range(tok.start[0], tok.end[0]))   # 1-based start+1 .. end
+    except (tokenize.TokenError, SyntaxError, ValueError, IndentationError):
+        pass
+    return rows
+
+
+_STRING_PARTS = {getattr(tokenize, n) for n in ("FSTRING_MIDDLE", "TSTRING_MIDDLE")
+                 if hasattr(tokenize, n)}
 
 
 def _is_magic(text: str) -> bool:
