@@ -367,6 +367,7 @@ def _overrides(args) -> dict:
     try:
         if args.arch:
             o["arch"] = _arch("--arch", args.arch, "command line")
+            o["arch_set"] = True
         if args.block_size:
             o["block_size"] = _block("--block-size", [int(v) for v in
                                                       args.block_size.split(",")],

@@ -43,6 +43,9 @@ class Settings:
     extend_exclude: tuple[str, ...] = ()
     respect_gitignore: bool = True
     arch: str = "sm_90"
+    # whether `arch` was given (config or --arch): a given arch wins over the build files'
+    # -arch/-gencode, the default does not (project/targets.py)
+    arch_set: bool = False
     # CL403: "reduced-fp64" reports FP64 promotions only for targets with reduced FP64
     # throughput (sm_61, sm_75, sm_86, ...); "always" on every target
     fp64_promotion: str = "reduced-fp64"
@@ -306,6 +309,8 @@ def parse_table(table: Any, where: str, base: Settings | None = None) -> Setting
                               f"{', '.join(sorted(OPTIONS))})")
         name, convert = option
         values[name] = convert(key, value, where)
+    if "arch" in values:
+        values["arch_set"] = True
     return replace(base or Settings(), **values)
 
 

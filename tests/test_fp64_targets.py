@@ -127,3 +127,30 @@ def test_setting_values():
     assert Settings().fp64_promotion == "reduced-fp64"
     with pytest.raises(ConfigError, match="fp64-promotion"):
         parse_table({"fp64-promotion": "yes"}, "t")
+
+
+
+def test_an_arch_written_in_the_config_wins_over_the_build_files(tmp_path):
+    """`arch = "sm_90"` said explicitly (the default's value) overrides the build files'
+    sm_86; left unsaid, the build files decide."""
+    from cudalint.config import ConfigResolver
+
+    class _File:
+        path = str(tmp_path / "k.cu")
+
+    class _Unit:
+        file = _File()
+        embedded = None
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "CMakeLists.txt").write_text(
+        "project(p LANGUAGES CUDA)\nset(CMAKE_CUDA_ARCHITECTURES 86)\nadd_library(p k.cu)\n")
+    (tmp_path / "cudalint.toml").write_text('arch = "sm_90"\n')
+    explicit = ConfigResolver().for_path(tmp_path / "k.cu")
+    assert explicit.arch_set
+    assert target_archs(_Unit(), explicit).numbers == (90,)
+    assert target_archs(_Unit(), explicit).where == SETTING_WHERE
+    (tmp_path / "cudalint.toml").write_text("block-size = [128]\n")
+    implicit = ConfigResolver().for_path(tmp_path / "k.cu")
+    assert not implicit.arch_set
+    assert target_archs(_Unit(), implicit).numbers == (86,)

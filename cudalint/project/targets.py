@@ -6,7 +6,7 @@ path before Volta; CL403: FP64 arithmetic on parts with reduced FP64 throughput)
 
 In order:
 
-1. the ``arch`` setting, when it is not left at its default;
+1. the ``arch`` setting, when the config or ``--arch`` gives it (``Settings.arch_set``);
 2. for code embedded in a Python compile call (CuPy, PyCUDA, torch ``load_inline``), the
    call's own options (``-arch=sm_86``, ``--gpu-architecture=compute_75``);
 3. for a file, the build files that compile it: every ``-arch``/``-gencode`` of its builds
@@ -71,7 +71,7 @@ def target_archs(unit, settings: Settings, *, lists: bool = True,
     ``mentions`` (reading which builds compile a file costs about 10 ms; most projects
     name no architecture)."""
     arch = settings.arch
-    if arch != DEFAULT_ARCH:
+    if settings.arch_set or arch != DEFAULT_ARCH:
         return TargetArchs((arch_number(arch) or 90,), SETTING_WHERE)
     default = TargetArchs((arch_number(arch) or 90,), DEFAULT_WHERE)
     embedded = getattr(unit, "embedded", None) is not None

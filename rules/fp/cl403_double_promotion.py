@@ -44,7 +44,7 @@ class DoublePromotion(Rule):
     read double variables or call functions returning double (on purpose).
 
     Reported only where it costs: when the unit's target architectures include a GPU with
-    reduced FP64 throughput. Targets come from the `arch` setting; left at its default,
+    reduced FP64 throughput. Targets come from the `arch` setting; when it is not given,
     from the build files that compile the file (`-arch`/`-gencode`,
     `CMAKE_CUDA_ARCHITECTURES`, `TORCH_CUDA_ARCH_LIST` in setup.py) or the compile call's
     options for code in Python strings; with none of these, the data-centre parts sm_80

@@ -34,7 +34,7 @@ class ReadOnlyMissingRestrict(Rule):
       written parameter.
 
     On targets older than Volta (an `arch` of sm_3x-sm_6x in the settings or, when the
-    setting is left at its default, every `-arch`/`-gencode` of the build files that
+    setting is not given, every `-arch`/`-gencode` of the build files that
     compile the file) it also reports every read-only parameter that is not
     `const __restrict__`: there the read-only data cache is separate from L1, and only a
     load the compiler can prove read-only (`LDG.E.CONSTANT`, `LDG.E.CI` before Volta) uses
