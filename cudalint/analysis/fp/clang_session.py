@@ -4,7 +4,7 @@ and the guards that keep a parse from crashing or running away.
 The unit is parsed as CUDA device code (``-x cuda --cuda-device-only -nocudainc
 -nocudalib``) with a small shim of CUDA keywords, built-in variables and math-function
 overloads in place of the toolkit's headers, so no CUDA installation is needed. The shim
-is precompiled once per process (a PCH) where libclang allows it. Parses run on a thread
+is precompiled once (a PCH, kept in the temp directory per user and version) where libclang allows it. Parses run on a thread
 whose stack is sized by the source (:func:`_stack_for`, :func:`_on_big_stack`): clang's
 parser recurses once per nesting level. :mod:`fptypes` walks the translation units this
 module produces; nothing here knows what the rules look for.
@@ -147,19 +147,7 @@ def _parse_setup() -> tuple[list[str], list[tuple[str, bytes]]]:
     i = _CLANG_ARGS.index("-include")
     base = _CLANG_ARGS[:i] + _CLANG_ARGS[i + 2:]
     try:
-        import atexit
-        import os
-        import shutil
-        import tempfile
-        folder = tempfile.mkdtemp(prefix="cudalint-shim-")
-        atexit.register(shutil.rmtree, folder, True)
-        header = os.path.join(folder, "shim.cuh")
-        with open(header, "w", encoding="utf-8") as f:
-            f.write(SHIM)
-        tu = idx.parse(header, args=base + ["-Xclang", "-emit-pch"],
-                       options=ci.TranslationUnit.PARSE_INCOMPLETE)
-        pch = os.path.join(folder, "shim.pch")
-        tu.save(pch)
+        pch = _shim_pch(ci, idx, base)
         args = base + ["-include-pch", pch]
         # the PCH must give the shim's names: a float times a double literal is DMUL
         probe = idx.parse("unit.cu", args=args, options=0, unsaved_files=[
@@ -169,6 +157,40 @@ def _parse_setup() -> tuple[list[str], list[tuple[str, bytes]]]:
         return args, []
     except Exception:                   # no writable temp dir, a PCH libclang refuses
         return fallback
+
+
+def _shim_pch(ci, idx, base: list[str]) -> str:
+    """The shim precompiled, in one folder per user and shim/libclang version under the
+    temp directory, made once and reused by every process and run after it (worker and
+    libclang helper processes end with os._exit, where no atexit clean-up runs: a folder
+    per process was litter, 56 after a few dozen runs). Written to a temporary name and
+    renamed, so processes building it at once never read half a file."""
+    import hashlib
+    import tempfile
+    lib = getattr(ci.conf, "lib", None)
+    key = hashlib.sha256(SHIM.encode() + "\0".join(base).encode() +
+                         str(getattr(lib, "_name", "")).encode() +
+                         str(getattr(ci, "__file__", "")).encode()).hexdigest()[:16]
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    folder = os.path.join(tempfile.gettempdir(), f"cudalint-shim-{uid}-{key}")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    st = os.stat(folder)
+    if hasattr(os, "getuid") and (st.st_uid != uid or st.st_mode & 0o022):
+        raise OSError("shim folder owned by another user or writable by others")
+    pch = os.path.join(folder, "shim.pch")
+    if os.path.isfile(pch):
+        return pch
+    header = os.path.join(folder, "shim.cuh")
+    tmp_header = f"{header}.{os.getpid()}.tmp"
+    with open(tmp_header, "w", encoding="utf-8") as f:
+        f.write(SHIM)
+    os.replace(tmp_header, header)
+    tu = idx.parse(header, args=base + ["-Xclang", "-emit-pch"],
+                   options=ci.TranslationUnit.PARSE_INCOMPLETE)
+    tmp_pch = f"{pch}.{os.getpid()}.tmp"
+    tu.save(tmp_pch)
+    os.replace(tmp_pch, pch)
+    return pch
 
 
 def _parse(idx, src: bytes):
