@@ -65,7 +65,9 @@ class DocumentState:
                 forced = Path(self.options.configuration).expanduser()
                 if not forced.is_absolute():
                     forced = self._workspace_root() / forced
-            self._resolver = ConfigResolver(dict(self.options.overrides), forced)
+            from cudalint.selection import check_settings
+            self._resolver = ConfigResolver(dict(self.options.overrides), forced,
+                                            check=check_settings)
         return self._resolver
 
     def settings_for(self, path: str | None) -> Settings:

@@ -33,6 +33,9 @@ def _worker_init() -> None:
     except OSError:
         pass
     sys.stdout = sys.stderr
+    # a SIGKILLed server must not leave its analysis worker running forever
+    from cudalint.analysis.fp.clang_process import die_with_parent
+    die_with_parent(os.getppid())
     from cudalint.config import Settings as _S
     from cudalint.engine import lint_text
     lint_text("warm-up.cu", "__global__ void k(float* a) { a[threadIdx.x] = 0.0f; }\n",
