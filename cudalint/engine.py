@@ -289,6 +289,9 @@ def _apply_suppressions(diagnostics: list[Diagnostic], file: SourceFile, setting
     known = all_rules()
     extra: list[Diagnostic] = []
     for directive in list(sup.lines.values()) + sup.file:
+        # every code it names is reported unused: fixed one by one, the comment goes
+        doomed = all(c.startswith("CL") and c in known and c in enabled
+                     and c not in directive.used for c, _, _ in directive.code_spans)
         for code, start, end in directive.code_spans:
             if not code.startswith("CL"):
                 continue            # another tool's code (flake8, ruff): not ours to judge
@@ -301,7 +304,7 @@ def _apply_suppressions(diagnostics: list[Diagnostic], file: SourceFile, setting
                 extra.append(_engine_finding(
                     file, "CL001", "unused-suppression", settings, start, end,
                     f"unused `noqa` directive: {code} is not reported here",
-                    fix=_remove_code_fix(file, directive, code)))
+                    fix=_remove_code_fix(file, directive, code, doomed)))
     return diagnostics + extra
 
 
@@ -321,7 +324,20 @@ def _engine_finding(file: SourceFile, code: str, name: str, settings: Settings, 
     return d
 
 
-def _remove_code_fix(file: SourceFile, directive, code: str) -> Fix:
+def _remove_code_fix(file: SourceFile, directive, code: str, doomed: bool) -> Fix | None:
+    """Removing ``code`` from the directive, or the whole comment with its last code;
+    None when the comment would go (``doomed``: all its codes are unused) and another
+    noqa comment shares its row. A row's directive is its first noqa comment: with this
+    one gone, the other would become the directive, suppressing what this one did not
+    and reported unused on the next run (a whole file is one row with CR-only line
+    endings)."""
+    if doomed:
+        text = file.text
+        row_start = text.rfind("\n", 0, directive.start) + 1
+        row_end = text.find("\n", directive.end)
+        row_end = len(text) if row_end < 0 else row_end
+        if "noqa" in (text[row_start:directive.start] + text[directive.end:row_end]).lower():
+            return None
     others = [c for c in directive.codes or [] if c != code]
     if others:
         first = directive.code_spans[0][1]

@@ -8,6 +8,7 @@ import ast
 import difflib
 import glob
 import os
+import re
 import tempfile
 import time
 import warnings
@@ -19,6 +20,7 @@ from cudalint.engine import lint_text
 from cudalint.parse import parse
 
 MAX_PASSES = 10
+_NUMBER = re.compile(r"\b[0-9]+\b")    # not the digits inside names (matrixMul_bs16)
 
 
 def applicable(d: Diagnostic, unsafe: bool) -> bool:
@@ -74,10 +76,13 @@ def parse_quality(text: str, kind: str) -> int:
     return count
 
 
-def finding_key(d: Diagnostic, text: str) -> tuple[str, str]:
+def finding_key(d: Diagnostic, text: str) -> tuple[str, str, str]:
     """What identifies a finding from one pass to the next, when edits elsewhere moved it
-    (and changed the line numbers in its message): its code and the text it covers."""
-    return d.code, text[d.start_offset:d.end_offset]
+    (and changed the line numbers in its message): its code, the text it covers and its
+    message without numbers. The message tells apart findings covering the same text in
+    different places (`const float *A` of two kernels, CL205): under one key, the second
+    kernel's fix would wait for the next run."""
+    return d.code, text[d.start_offset:d.end_offset], _NUMBER.sub("#", d.message)
 
 
 def fix_text(path: str, text: str, settings: Settings, kind: str, unsafe: bool
@@ -95,11 +100,11 @@ def fix_text(path: str, text: str, settings: Settings, kind: str, unsafe: bool
     original_quality = parse_quality(text, kind)
     total = 0
     current = text
-    applied: dict[tuple[str, str], int] = {}
-    most: dict[tuple[str, str], int] = {}
+    applied: dict[tuple[str, str, str], int] = {}
+    most: dict[tuple[str, str, str], int] = {}
     for _ in range(MAX_PASSES):
         result = lint_text(path, current, settings, kind)
-        seen: dict[tuple[str, str], int] = {}
+        seen: dict[tuple[str, str, str], int] = {}
         fixable = []
         for d in result.diagnostics:
             if not applicable(d, unsafe):

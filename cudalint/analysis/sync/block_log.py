@@ -80,11 +80,14 @@ class Accesses:
     thread), an access whose threads own the addresses they touch (``s[tid] +=`` in a
     loop) pairs with nothing, which is decided without the map."""
 
-    __slots__ = ("pending", "index", "addrs", "owner")
+    __slots__ = ("pending", "index", "ids", "addrs", "owner")
 
     def __init__(self):
         self.pending: list[tuple] = []
         self.index: dict[int, dict[int, tuple]] = {}
+        # address -> ids of the access nodes in index[address]: an access pairs with
+        # nothing new there once each of them already races with it across warps
+        self.ids: dict[int, set[int]] = {}
         self.addrs: set[int] = set()
         self.owner: dict[int, int] | None = {}
 
@@ -108,7 +111,14 @@ class Accesses:
 
     def fold(self, warp_of: list[int]) -> dict[int, dict[int, tuple]]:
         index = self.index
+        ids = self.ids
         for node, node_id, idx, addrs, unsure, events in self.pending:
+            for a in set(addrs):
+                held = ids.get(a)
+                if held is None:
+                    ids[a] = {node_id}
+                else:
+                    held.add(node_id)
             entries: dict[tuple[int, bool], tuple] = {}
             for i, a in zip(idx, addrs):
                 w = warp_of[i]
@@ -166,25 +176,34 @@ class SharedLog:
         if others.addrs and not others.addrs.isdisjoint(addrs) and \
                 not others.only_own(addrs, idx):
             index = others.fold(warp_of)
+            ids = others.ids
             races = self.result.races
+            settled: set[int] = set()       # addresses where nothing can change a hit
             for i, a in zip(idx, addrs):
                 if unsure and i in unsure:
                     continue        # pairs with an uncertain access are never reported
                 at = index.get(a)
-                if not at:
+                if not at or a in settled:
+                    continue
+                # a hit across warps is final: with one for every access logged at the
+                # address, its threads (all the block's, often) need not be paired again
+                if all((h := races.get((o, node_id))) is not None and h.cross_warp
+                       for o in ids[a]):
+                    settled.add(a)
                     continue
                 w = warp_of[i]
                 for j, (other, evc, cert, other_id) in at.items():
                     if j == i or not cert:
                         continue
                     cross = warp_of[j] != w
-                    if not cross and self._synced(j, i, evc):
-                        continue
                     k = (other_id, node_id)
                     hit = races.get(k)
-                    if hit is None or (cross and not hit.cross_warp):
-                        races[k] = Hit(other.ts, node.ts, not is_write, cross,
-                                       (self.tids[j], self.tids[i]), a, array)
+                    if hit is not None and (hit.cross_warp or not cross):
+                        continue    # what it would record is there already
+                    if not cross and self._synced(j, i, evc):
+                        continue
+                    races[k] = Hit(other.ts, node.ts, not is_write, cross,
+                                   (self.tids[j], self.tids[i]), a, array)
         snap = self._event_counts
         if snap is None:
             snap = self._event_counts = {w: len(ev) for w, ev in self.events.items()}

@@ -70,9 +70,26 @@ class FunctionDependence:
         return self.reason(node) is not None
 
     def reason(self, node: Node | None) -> str | None:
-        """What makes ``node`` differ between threads (None: nothing known)."""
-        if node is None:
-            return None
+        """What makes ``node`` differ between threads (None: nothing known).
+
+        The first reason met going through the expression depth-first, left to right.
+        Walked with a stack of its own, not by recursion: a sum of thousands of terms
+        nests as deep as it is long, deeper than Python's recursion limit."""
+        # (node, or a reason already known, and how many "a load at a thread-dependent
+        # index (...)" wrap its reason)
+        todo: list[tuple[Node | str, int]] = [] if node is None else [(node, 0)]
+        while todo:
+            cur, wraps = todo.pop()
+            found = cur if isinstance(cur, str) else self._step(cur, wraps, todo)
+            if found is not None:
+                for _ in range(wraps):
+                    found = f"a load at a thread-dependent index ({found})"
+                return found
+        return None
+
+    def _step(self, node: Node, wraps: int, todo: list[tuple[Node | str, int]]) -> str | None:
+        """The reason ``node`` gives by itself, or None after pushing onto ``todo`` the
+        parts whose reasons stand for it (pushed last-first, so the first pops first)."""
         t = node.type
         if t == "field_expression":
             arg = node.child_by_field_name("argument")
@@ -81,7 +98,9 @@ class FunctionDependence:
             if arg is not None and arg.type == "identifier" and text(arg) in (
                     "blockIdx", "blockDim", "gridDim"):
                 return None
-            return self.reason(arg)
+            if arg is not None:
+                todo.append((arg, wraps))
+            return None
         if t == "identifier":
             name = text(node)
             if name == "threadIdx":
@@ -91,36 +110,37 @@ class FunctionDependence:
             key, _, _ = self._key(node)
             return self.varying.get(key)
         if t == "call_expression":
-            return self._call_reason(node)
+            return self._call_reason(node, wraps, todo)
         if t == "subscript_expression":
             # a load varies when its address does (or the array is thread-private)
             arg = node.child_by_field_name("argument")
             idx = node.child_by_field_name("indices")
-            r = self.reason(idx)
-            if r is not None:
-                return f"a load at a thread-dependent index ({r})"
-            if arg is None:
-                return None
-            if arg.type == "identifier":
-                key, shared, _ = self._key(arg)
-                return None if shared else self.varying.get(key)
-            return self.reason(arg)
+            if arg is not None:
+                if arg.type == "identifier":
+                    key, shared, _ = self._key(arg)
+                    why = None if shared else self.varying.get(key)
+                    if why is not None:
+                        todo.append((why, wraps))       # the array's own verdict, as is
+                else:
+                    todo.append((arg, wraps))
+            if idx is not None:
+                todo.append((idx, wraps + 1))
+            return None
         if t in ("number_literal", "string_literal", "true", "false", "char_literal",
                  "sizeof_expression", "null", "nullptr"):
             return None
         if t in FUNCTION_LIKE:
             return None
-        for c in node.named_children:
+        for c in reversed(node.named_children):
             if c.type == "comment":
                 continue
             if t == "cast_expression" and c.type == "type_descriptor":
                 continue
-            r = self.reason(c)
-            if r is not None:
-                return r
+            todo.append((c, wraps))
         return None
 
-    def _call_reason(self, node: Node) -> str | None:
+    def _call_reason(self, node: Node, wraps: int,
+                     todo: list[tuple[Node | str, int]]) -> str | None:
         fnode = node.child_by_field_name("function")
         short = callee_short_name(fnode)
         if fnode is not None and fnode.type == "field_expression":
@@ -141,10 +161,8 @@ class FunctionDependence:
             if found is not None:
                 return found
         if args is not None:
-            for a in args.named_children:
-                r = self.reason(a)
-                if r is not None:
-                    return r
+            for a in reversed(args.named_children):
+                todo.append((a, wraps))
         return None
 
     def _callee_reason(self, short: str, defs: "Function") -> str | None:
