@@ -50,6 +50,10 @@ class FastMathFlags(Rule):
       https://docs.nvidia.com/cuda/floating-point/
     - nvcc documentation, `--use_fast_math`, `--ftz`, `--prec-div`, `--prec-sqrt`
     - Evidence: `fixtures/CL401/sass_truth.json` (SASS with and without the flags)
+
+    ## Precision on unseen code
+    Precision on unseen code: 2/3 right (2026-11-24, 1d70d04; docs/precision.md)
+
     """
     code = "CL401"
     name = "fast-math-flags"

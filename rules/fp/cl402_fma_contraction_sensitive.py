@@ -46,6 +46,10 @@ class FmaContractionSensitive(Rule):
     - Floating Point and IEEE 754 Compliance for NVIDIA GPUs, 3.3 "Controlling Fused
       Multiply-add", https://docs.nvidia.com/cuda/floating-point/
     - Evidence: `fixtures/CL402/sass_truth.json` (FFMA before the fix, none after)
+
+    ## Precision on unseen code
+    Precision on unseen code: 0/1 right (2026-11-24, 1d70d04; docs/precision.md)
+
     """
     code = "CL402"
     name = "fma-contraction-sensitive"

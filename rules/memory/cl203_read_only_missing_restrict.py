@@ -110,6 +110,10 @@ class ReadOnlyMissingRestrict(Rule):
       (`const __restrict__`, `__ldg()`),
       https://docs.nvidia.com/cuda/kepler-tuning-guide/
     - Volta Tuning Guide, 1.4.3.1 "Unified Shared Memory/L1/Texture Cache"
+
+    ## Precision on unseen code
+    Precision on unseen code: 0/1 right (2026-11-24, 1d70d04; docs/precision.md)
+
     """
     code = "CL203"
     name = "read-only-missing-restrict"

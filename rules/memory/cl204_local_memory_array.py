@@ -72,6 +72,10 @@ class LocalMemoryArray(Rule):
     - Tuning CUDA Applications for Kepler, 1.4.4.2 (local memory and stack data are
       cached in L1), https://docs.nvidia.com/cuda/kepler-tuning-guide/
     - CUDA C++ Programming Guide, "Device Memory Accesses", local memory
+
+    ## Precision on unseen code
+    Precision on unseen code: 3/4 right (2026-11-24, 1d70d04; docs/precision.md)
+
     """
     code = "CL204"
     name = "local-memory-array"
