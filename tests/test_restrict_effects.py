@@ -140,3 +140,21 @@ def test_gpu_timing_of_every_fixture_finding_is_recorded_and_never_slower():
         assert k["ratio"] >= 0.98, k
     assert sum(timed[n]["ratio"] > 1.05 for n in flagged) >= 4
     assert "H100" in timing["device"]
+
+
+def test_read_only_path_finding_names_a_target_that_has_the_path():
+    """sm_30 has no read-only data cache (non-coherent LDG needs sm_32): a unit built for
+    sm_30 alone gets no read-only-path finding, one built for sm_35 does (triage: chainer
+    rnn.cu was told 'the read-only data cache of sm_30')."""
+    from cudalint.config import Settings
+    from cudalint.engine import lint_bytes
+    src = (b"__global__ void copy(float* out, float* in, int n) {\n"
+           b"  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           b"  if (i < n) out[i] = in[i];\n}\n")
+
+    def cl203(arch):
+        s = Settings(select=("CL203",), arch=arch, arch_set=True)
+        return [d for d in lint_bytes("k.cu", src, s, "cuda").diagnostics if d.code == "CL203"]
+    assert cl203("sm_30") == []
+    found = cl203("sm_35")
+    assert len(found) == 1 and "sm_35" in found[0].message

@@ -139,7 +139,10 @@ def target_arch(ctx) -> tuple[int, str]:
     if memo is not None:
         return memo
     targets = target_archs(ctx.unit, ctx.settings, lists=False, mentions=_OLD_ARCH)
-    low = min(targets.numbers)
+    # the read-only data path (non-coherent LDG) exists from sm_32 (PTX ISA ld.global.nc):
+    # the lowest target that has it and is older than Volta decides; sm_30 alone has none
+    with_path = [n for n in targets.numbers if 32 <= n < 70]
+    low = min(with_path) if with_path else max(min(targets.numbers), 70)
     found = (low, f"the build files (sm_{low})" if targets.where == BUILD_WHERE
              else targets.where)
     try:
