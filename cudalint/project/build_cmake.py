@@ -295,7 +295,9 @@ class _CMake:
                                if s.endswith((".cu", ".cuh"))}) or ["**/*.cu"]
                 what = "the CUDA sources of this CMake project"
                 if var.startswith("CUDA_NVCC_FLAGS"):
-                    what = "FindCUDA targets (cuda_add_library/cuda_add_executable)"
+                    # read by FindCUDA's cuda_add_* and by whatever passes it on
+                    # (target_compile_options(t ${CUDA_NVCC_FLAGS})): say no more than that
+                    what = "the CUDA sources built with CUDA_NVCC_FLAGS"
                 builds.append(Build("cmake-dir", self.labelled(f"{what} via {var}", flags),
                                     self.path, flags, srcs))
         if self.dir_flags:
