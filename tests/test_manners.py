@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -264,6 +265,19 @@ def test_no_color_and_color_flag(proj):
     assert b"\x1b[" not in _tty_output(["bad.cu", "--color", "never"], proj, env)
     piped = _run("bad.cu", "--color", "always", cwd=proj, env=dict(env, NO_COLOR="1"))
     assert b"\x1b[1m" in piped.stdout
+
+
+def test_rule_code_is_a_hyperlink_to_its_docs_on_a_terminal(proj):
+    """OSC 8 (as ruff prints codes): the link opens the rule's docs; plain output has none."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    styled = _run("bad.cu", "--no-cache", "--color", "always", cwd=proj, env=env).stdout
+    links = re.findall(rb"\x1b\]8;[^;]*;(https?://[^\x1b]+)\x1b\\(?:\x1b\[[0-9;]*m)*(CL\d+)\x1b", styled)
+    assert links, styled[:300]
+    for url, code in links:
+        assert url.lower().endswith(b"#" + code.lower()), (url, code)
+    for plain in (_run("bad.cu", "--no-cache", cwd=proj, env=env).stdout,
+                  _tty_output(["bad.cu", "--no-cache"], proj, dict(env, NO_COLOR="1"))):
+        assert b"\x1b]8" not in plain
 
 
 def test_metrics_only_on_request_in_text(examples, capsys):

@@ -3,6 +3,7 @@
 through :func:`cudalint.output.console.line` (rich on a terminal, plain text otherwise)."""
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,8 @@ if TYPE_CHECKING:
     from cudalint.engine import FileResult
 
 _STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
+# a URL rich's style grammar takes whole (no spaces or brackets; plugins set their own URLs)
+_LINKABLE = re.compile(r"https?://[^\s\[\]]+")
 
 
 def _all(results: list[FileResult]) -> list[Diagnostic]:
@@ -25,8 +28,18 @@ def _fix_marker(d: Diagnostic, unsafe: bool) -> str:
     return "[*] " if d.fix.is_safe or unsafe else ""
 
 
+def _code_style(d: Diagnostic) -> str:
+    """The code's style; on a terminal the code is also an OSC 8 hyperlink to the rule's
+    docs, as ruff prints it (terminals without OSC 8 show the plain code; plain output
+    drops styles, links included)."""
+    style = _STYLE[d.severity]
+    if d.url and _LINKABLE.fullmatch(d.url):
+        style += f" link={d.url}"
+    return style
+
+
 def _headline(d: Diagnostic, unsafe_fixes: bool) -> list:
-    return [("bold", d.filename), f":{d.where}: ", (_STYLE[d.severity], d.code),
+    return [("bold", d.filename), f":{d.where}: ", (_code_style(d), d.code),
             " ", _fix_marker(d, unsafe_fixes), d.message]
 
 
