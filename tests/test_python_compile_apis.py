@@ -26,8 +26,9 @@ def _ex(src: str, **kw):
 # fixtures: row and column of every finding
 
 
-def test_every_form_reports_at_the_exact_column():
-    path = FIXTURES / "CL104" / "python_forms.py"
+@pytest.mark.parametrize("name", ["python_forms.py", "python_flow.py"])
+def test_every_form_reports_at_the_exact_column(name):
+    path = FIXTURES / "CL104" / name
     lines = path.read_text(encoding="utf-8").splitlines()
     expect, _ = expectations(path)
     wanted = {(row, lines[row - 1].index("__shfl_down(") + 1) for row in expect}

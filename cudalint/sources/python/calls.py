@@ -33,6 +33,12 @@ MAX_CALLERS = 8           # calls of a compiling function followed for its param
 MAX_BRANCHES = 8          # kernels one call gives through names assigned in branches
 
 
+def _class_of(scope: Scope | None) -> ast.AST | None:
+    while scope is not None and not isinstance(scope.node, ast.ClassDef):
+        scope = scope.parent
+    return scope.node if scope is not None else None
+
+
 class Collector(LaunchReader, Snippets):
     """Finds the API calls and their launches without visiting every expression.
 
@@ -112,7 +118,10 @@ class Collector(LaunchReader, Snippets):
         method = scope.parent is not None and isinstance(scope.parent.node, ast.ClassDef)
         out: list[EmbeddedKernel] = []
         seen: set = set()
-        for site, site_scope in self.call_sites(fn.name, method)[:MAX_CALLERS]:
+        sites = self.call_sites(fn.name, method)
+        if method:          # self.f(...) in the same class (another class may have an f)
+            sites = [(c, s) for c, s in sites if _class_of(s) is scope.parent.node]
+        for site, site_scope in sites[:MAX_CALLERS]:
             self.ex.why = None
             values = self.ex.arguments(fn, site, site_scope, scope.parent, method)
             if values is None:

@@ -167,6 +167,9 @@ class Extractor(Flow):
                               "(an import, a loop variable, an unpacked value)")
                     return None
                 chosen = cands[last_plain:]
+                seq = _one_block(binds, cands, line) if first and len(cands) > 1 else None
+                if seq is not None and cands[last_plain].value is not None:
+                    return scope, seq
                 if len(cands) > 1 and not (chosen[0].direct and all(
                         b.direct or (b.aug and b.loop is not None) for b in chosen)):
                     where = "a loop body" if any(b.looped for b in cands) else "branches"
@@ -263,8 +266,11 @@ class Extractor(Flow):
                 return None
             return self.percent(template, expr.right, scope, depth)
         if isinstance(expr, ast.IfExp):
-            self.fail("chosen by a conditional expression at run time")
-            return None
+            test = self.truth(expr.test, scope, depth + 1)
+            if test is None:
+                self.fail("chosen by a conditional expression at run time")
+                return None
+            return self.string(expr.body if test else expr.orelse, scope, depth + 1)
         if isinstance(expr, ast.Call):
             return self.call_string(expr, scope, depth)
         kind = type(expr).__name__.lower()
@@ -288,6 +294,13 @@ class Extractor(Flow):
                 return strip(inner, fn.attr) if inner is not None else None
             if fn.attr == "replace" and len(expr.args) == 2 and not expr.keywords:
                 old, new = (self.const(a, scope, depth + 1) for a in expr.args)
+                if isinstance(old, str) and old and not isinstance(new, str):
+                    # a replacement known only at run time (a type chosen in branches)
+                    # is a placeholder: one opaque identifier for all its occurrences
+                    saved = self.why
+                    new = self.opaque.token(expression_origin(expr.args[1])).text \
+                        if self.const(expr.args[1], scope, depth + 1) is None else None
+                    self.why = saved
                 inner = self.string(fn.value, scope, depth + 1) \
                     if isinstance(old, str) and old and isinstance(new, str) else None
                 return replace(inner, old, new) if inner is not None else None
@@ -338,6 +351,35 @@ class Extractor(Flow):
             if a is None or b is None:
                 return None
             return _arith(expr.op, a, b)
+        return None
+
+    def truth(self, expr: ast.expr, scope: Scope | None, depth: int = 0) -> bool | None:
+        """The truth of a condition made of constants (``FLAG = True`` in the module,
+        ``not``, ``==``/``!=`` of constants), or None."""
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Constant):
+            return bool(expr.value)
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            v = self.truth(expr.operand, scope, depth + 1)
+            return None if v is None else not v
+        if isinstance(expr, ast.Name):
+            saved = self.why
+            found = self.lookup(expr.id, scope, expr.lineno, depth)
+            self.why = saved
+            if found is None or len(found[1]) != 1 or not isinstance(found[1][0].value,
+                                                                      ast.expr):
+                return None
+            return self.truth(found[1][0].value, found[0], depth + 1)
+        if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and \
+                isinstance(expr.ops[0], (ast.Eq, ast.NotEq)):
+            saved = self.why
+            a = self.const(expr.left, scope, depth + 1)
+            b = self.const(expr.comparators[0], scope, depth + 1)
+            self.why = saved
+            if a is None or b is None:
+                return None
+            return (a == b) == isinstance(expr.ops[0], ast.Eq)
         return None
 
     def placeholder(self, value_expr: ast.expr | None, scope, depth: int,
@@ -533,6 +575,30 @@ class Extractor(Flow):
             except (TypeError, ValueError, OverflowError):
                 out = out + self.opaque.token(m.group(0))
         return out + template.slice(pos, len(t))
+
+
+def _one_block(binds: list[Binding], cands: list[Binding], line: int
+               ) -> list[Binding] | None:
+    """The bindings a read at `line` sees when the last one before it sits in a statement
+    list that also holds the read (a loop body: ``k = "..."`` then ``k = k.replace(...)``,
+    read below): that binding and the ``+=`` before it back to a plain assignment, all
+    of that list, run in order before the read in every pass. None when a binding of
+    the name follows the read inside that list (a loop could carry it back)."""
+    last = cands[-1]
+    if not (last.line < line <= last.block_end):
+        return None
+    chain: list[Binding] = []
+    for b in reversed(cands):
+        if b.block != last.block or (b.aug and b.loop is not None):
+            return None
+        chain.append(b)
+        if not b.aug:
+            break
+    else:
+        return None
+    if any(line < b.line <= last.block_end for b in binds):
+        return None
+    return chain[::-1]
 
 
 def _field_origin(expr: ast.expr, conv: str, spec: str) -> str:

@@ -22,6 +22,7 @@ class Binding:
     loop: ast.For | None = None   # the one for loop (a direct statement) it sits in
     block: int = 0           # which statement list it is in (id of the list)
     looped: bool = False     # inside a for/while body, at any depth
+    block_end: int = 0       # last line of that statement list
 
 
 class Scope:
@@ -59,9 +60,9 @@ class Scope:
         return self._bindings
 
     def _collect(self, stmts, direct: bool, loop: ast.For | None) -> None:
-        self._block = id(stmts)
+        end = max((getattr(st, "end_lineno", 0) or 0 for st in stmts), default=0)
         for st in stmts:
-            self._block = id(stmts)
+            self._block, self._block_end = id(stmts), end
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self._bind(st.name, st.lineno, st, direct, loop)   # shadows any string
                 continue
@@ -80,7 +81,7 @@ class Scope:
                 if isinstance(st.op, ast.Add):
                     self._bindings.setdefault(st.target.id, []).append(
                         Binding(st.lineno, st.value, True, direct, loop, self._block,
-                                self._looped))
+                                self._looped, self._block_end))
                 else:
                     self._bind(st.target.id, st.lineno, None, direct, loop)
             elif isinstance(st, (ast.For, ast.AsyncFor)):
@@ -117,4 +118,5 @@ class Scope:
 
     def _bind(self, name: str, line: int, value, direct: bool, loop) -> None:
         self._bindings.setdefault(name, []).append(
-            Binding(line, value, False, direct, loop, self._block, self._looped))
+            Binding(line, value, False, direct, loop, self._block, self._looped,
+                    self._block_end))

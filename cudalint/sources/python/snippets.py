@@ -7,7 +7,7 @@ synthetic kernel shaped as the library's own template (a grid-stride loop over `
 consecutive threads on consecutive elements), with the snippets, the preamble and, for
 PyCUDA, the C parameter list mapped back to the file. Parameter lists CuPy writes as
 ``'T x, raw float32 y'`` become C parameters (type placeholders become template
-parameters). A snippet that is not known gives None, with a reason (``ex.fail``).
+parameters; a part known only at run time is left out). A snippet that is not known gives None, with a reason (``ex.fail``).
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from cudalint.sources.python.apis import CompileApi
 from cudalint.sources.python.flow import expression_origin
 from cudalint.sources.python.mapping import MStr
+from cudalint.sources.python.units import OPAQUE_PREFIX
 
 if TYPE_CHECKING:
     from cudalint.sources.python.resolve import Extractor
@@ -29,6 +30,7 @@ _DTYPES = {
     "float32": "float", "float64": "double", "complex64": "complex<float>",
     "complex128": "complex<double>", "float": "float", "double": "double", "int": "int",
 }
+_OPAQUE_PART = re.compile(r"^\s*" + re.escape(OPAQUE_PREFIX) + r"\d+__\s*$")
 _PARAM_RE = re.compile(r"^\s*(raw\s+)?([A-Za-z_][\w:<>]*)\s+([A-Za-z_]\w*)\s*$")
 
 
@@ -37,6 +39,8 @@ def _params(spec: str, out: bool, typenames: list[str]) -> list[str] | None:
         return []
     decls = []
     for part in spec.split(","):
+        if _OPAQUE_PART.match(part):
+            continue        # parameters known only at run time: not declared, not guessed
         m = _PARAM_RE.match(part)
         if m is None:
             return None
