@@ -142,6 +142,49 @@ def _serve(conn, targets: list["Target"], keyed: bool, memory_mb: int) -> None:
         clang_process.stop(kill=False)     # exits at EOF; reaped here (its CPU time counts)
 
 
+class _OverTime(BaseException):
+    """The serial path's alarm: a file ran past its ``time_limit_s`` (a BaseException, so
+    that no rule's ``except Exception`` takes it for its own failure)."""
+
+
+def _over_time(signum, frame) -> None:
+    raise _OverTime
+
+
+def _serial(targets: list["Target"], todo: list[int], keyed: bool) -> dict[int, tuple]:
+    """The misses in this process, one after the other, each under its file's
+    ``time_limit_s`` as in a worker (:class:`_Workers`): past it the file gets the same
+    CL000 and the next file is linted. The alarm is a SIGALRM timer, so only where this
+    process may take that signal (the main thread of a POSIX process); elsewhere (the
+    language server's threads) files run without a time budget."""
+    import signal
+    import threading
+    if not hasattr(signal, "setitimer") or \
+            threading.current_thread() is not threading.main_thread():
+        return {i: _lint_one(targets[i], keyed) for i in todo}
+    _preload()              # imports are the run's, not the first file's, time
+    done: dict[int, tuple] = {}
+    previous = signal.signal(signal.SIGALRM, _over_time)
+    try:
+        for i in todo:
+            limit = targets[i].settings.time_limit_s
+            try:
+                signal.setitimer(signal.ITIMER_REAL, limit)
+                try:
+                    done[i] = _lint_one(targets[i], keyed)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+            except _OverTime:
+                # a libclang call cut off mid-answer would hand its answer to the next
+                from cudalint.analysis.fp import clang_process
+                clang_process.stop(kill=True)
+                done[i] = _lost(targets[i], f"it took more than {limit:g} s (time-limit-s)")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return done
+
+
 def _lost(target: "Target", why: str) -> tuple:
     from cudalint.engine import lint_unreadable
     return lint_unreadable(target.display, f"not analysed: {why}; the other files' "
@@ -389,7 +432,7 @@ def run(targets: list["Target"], use_cache: bool = True, jobs: int | None = None
         if todo:
             _tune_gc()
         try:
-            done = {i: _lint_one(targets[i], use_cache) for i in todo}
+            done = _serial(targets, todo, use_cache)
         finally:
             gc.set_threshold(*old)
 
