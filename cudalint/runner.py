@@ -43,6 +43,9 @@ def _keyed(target: "Target", data: bytes, context: str | None = None
     if target.kind == "cuda":        # headers, and the launchers the project index found
         from cudalint.project.includes import include_deps
         extra, deps = include_deps(target.path, data.decode("utf-8", "replace"))
+    elif target.kind == "python":    # compile wrappers in the project's other modules
+        from cudalint.sources.python.modules import python_deps
+        extra, deps = python_deps(target.path, data.decode("utf-8", "replace"))
     return cache_key(target.display, data, context, extra), deps, context_key(context)
 
 

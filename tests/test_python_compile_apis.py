@@ -26,7 +26,7 @@ def _ex(src: str, **kw):
 # fixtures: row and column of every finding
 
 
-@pytest.mark.parametrize("name", ["python_forms.py", "python_flow.py"])
+@pytest.mark.parametrize("name", ["python_forms.py", "python_flow.py", "python_wrapper.py"])
 def test_every_form_reports_at_the_exact_column(name):
     path = FIXTURES / "CL104" / name
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -57,6 +57,50 @@ def test_python_launch_figures_equal_ncu():
                  for d in _lint(path, ["CL201"]).diagnostics)
     assert got == sorted((r["row"], tuple(r["block"]), round(r["ld_sectors_per_request"]))
                          for r in truth)
+
+
+def test_wrapper_of_another_module_of_the_project():
+    """A call of a compile wrapper defined in another module of the project (pyinn's
+    load_kernel) is a compile call: parameters bound to its arguments, **opt spread,
+    a key stored after the dict left opaque, the kernel name from get_function, the
+    launch block read; the wrapper's own compile call is a wrapper body, not unread."""
+    path = FIXTURES / "CL104" / "python_wrapper.py"
+    ex = extract_python_units(path.read_text(encoding="utf-8"), str(path))
+    [k] = ex.kernels
+    assert (k.name, [la.block for la in k.launches]) == ("shift_float", [(128, 1, 1)])
+    assert "shift_float(const float* x, float* y)" in k.text
+    assert list(k.opaque.values()) == ["${n}"] and not ex.unread
+    lib = FIXTURES / "CL104" / "kernel_lib" / "build.py"
+    lex = extract_python_units(lib.read_text(encoding="utf-8"), str(lib))
+    assert not lex.kernels and not lex.unread and len(lex.wrappers) == 1
+
+
+def test_wrapper_modules_are_cache_dependencies():
+    from cudalint.sources.python.modules import python_deps
+    path = FIXTURES / "CL104" / "python_wrapper.py"
+    digest, deps = python_deps(path, path.read_text(encoding="utf-8"))
+    assert digest and [p.rsplit("/", 2)[-2:] for p, _ in deps] == [["kernel_lib", "build.py"]]
+
+
+def test_a_changed_wrapper_module_is_read_again(tmp_path, monkeypatch, capsys):
+    """The result of a file that calls a wrapper of another module is cached with that
+    module's bytes: changing the wrapper changes what a warm run reports."""
+    from cudalint.cli import main
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "lib.py").write_text(
+        "import cupy\ndef build(src):\n    return cupy.RawKernel(src, 'k')\n")
+    (tmp_path / "use.py").write_text(
+        "from lib import build\n"
+        "k = build('__global__ void k(float* x) { x[0] = __shfl_down(x[0], 1); }')\n")
+
+    def findings() -> int:
+        main(["check", "use.py", "--select", "CL104", "--output-format", "json"])
+        import json
+        return len(json.loads(capsys.readouterr().out))
+    assert findings() == 1 and findings() == 1          # cold, then warm
+    (tmp_path / "lib.py").write_text("def build(src):\n    return src\n")
+    assert findings() == 0
 
 
 def test_file_read_is_listed_as_unread():
@@ -240,11 +284,26 @@ def test_unread_reasons():
         i = cupy.RawKernel(SRC, 'i')
         """)
     reasons = [u.reason for u in ex.unread]
-    assert reasons[3] == ("`SRC` is imported from `.sources` (text from another module is "
+    assert reasons[1] == ("`SRC` is imported from `.sources` (text from another module is "
                           "not followed)")
-    assert reasons[0] == ("`src` is a parameter of `make` (and no call of `make` in this "
-                          "module passes known values)")
-    assert "path=" in reasons[1] and "file" in reasons[2]
+    assert "file" in reasons[0] and len(reasons) == 2
+    # a wrapper: what it compiles is passed by its callers (read there)
+    assert [u.reason for u in ex.wrappers] == [
+        "`src` is a parameter of `make` (and no call of `make` in this module passes "
+        "known values)"]
+    # RawModule(path=) loads a cubin or ptx: no CUDA C++ is compiled
+    assert ["path=" in u.reason for u in ex.not_compiled] == [True]
+
+
+def test_a_parameter_no_caller_fills_inside_a_called_function_is_unread():
+    ex = _ex("""
+        import cupy
+        def make(src):
+            return cupy.RawKernel(src, 'k')
+        def run(x):
+            make(x.source)
+        """)
+    assert "is a parameter of `make`" in ex.unread[0].reason and not ex.wrappers
 
 
 # ---------------------------------------------------------------------------------------
@@ -297,7 +356,9 @@ def test_unread_count_line_and_show_unread(tmp_path, monkeypatch, capsys):
     (tmp_path / "k.py").write_text(textwrap.dedent("""
         import cupy
         a = cupy.RawKernel(open('a.cu').read(), 'a')
-        m = cupy.RawModule(path='m.cubin')
+        from .s import SRC
+        b = cupy.RawKernel(SRC, 'b')
+        m = cupy.RawModule(path='m.cubin')      # loads a cubin: compiles nothing
         ok = cupy.RawKernel('__global__ void ok() {}', 'ok')
         """))
     for extra in ([], ["--no-cache"]):          # the count survives the cache
@@ -309,8 +370,8 @@ def test_unread_count_line_and_show_unread(tmp_path, monkeypatch, capsys):
     listed = [ln for ln in capsys.readouterr().out.splitlines() if " unread " in ln]
     assert listed == [
         "k.py:3:5: unread `cupy.RawKernel` call not analysed: read from a file at run time",
-        "k.py:4:5: unread `cupy.RawModule` call not analysed: compiled from a file "
-        "(`path=`), not from a string"]
+        "k.py:5:5: unread `cupy.RawKernel` call not analysed: `SRC` is imported from "
+        "`.s` (text from another module is not followed)"]
     main(["check", "k.py", "--output-format", "json", "--show-unread"])
     assert "unread" not in capsys.readouterr().out       # JSON stays JSON
 

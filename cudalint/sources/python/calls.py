@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from dataclasses import replace
 
 from cudalint.sources.python import apis as A
 from cudalint.sources.python.apis import BUILTIN, CompileApi
@@ -31,6 +32,24 @@ _HEADER_FIELDS = ("test", "iter", "target", "items", "subject", "value", "target
 _PACKAGES = ("cupy", "cupyx", "pycuda", "torch", "chainer")
 MAX_CALLERS = 8           # calls of a compiling function followed for its parameters
 MAX_BRANCHES = 8          # kernels one call gives through names assigned in branches
+# calls of a compile API that compile no CUDA C++: CuPy's RawModule(path=) loads a
+# cubin/ptx/hsaco file ("path (str): Path to a cubin/ptx file", RawModule's docstring),
+# and a RawModule with neither code nor path raises TypeError
+_LOADS = "loads a compiled module (`path=`: a cubin, ptx or hsaco file), no CUDA source"
+_NO_SOURCE = "no source argument (CuPy raises TypeError)"
+
+
+def _returned_name(fn: ast.FunctionDef, ex: Extractor, scope) -> str | None:
+    """``return module.get_function(name)``: the kernel name a wrapper hands back."""
+    for st in fn.body:
+        if isinstance(st, ast.Return) and isinstance(st.value, ast.Call) and \
+                isinstance(st.value.func, ast.Attribute) and \
+                st.value.func.attr == "get_function" and st.value.args:
+            saved = ex.why
+            name = ex.const(st.value.args[0], scope)
+            ex.why = saved
+            return name if isinstance(name, str) else None
+    return None
 
 
 def _class_of(scope: Scope | None) -> ast.AST | None:
@@ -47,8 +66,13 @@ class Collector(LaunchReader, Snippets):
     """
 
     def __init__(self, text: str, tree: ast.Module, result: PythonExtraction,
-                 apis: dict[str, CompileApi] | None = None, filename: str = ""):
+                 apis: dict[str, CompileApi] | None = None, filename: str = "",
+                 wrappers: dict | None = None):
         self.apis = {**BUILTIN, **(apis or {})}
+        # functions imported from the project's own modules that may compile CUDA
+        # (modules.py): name -> (module, def); a call of one is a compile call
+        self.wrappers = wrappers or {}
+        self.derived: dict[int, tuple] = {}
         # configured wrappers named without a module: calls of a function of this file
         self.local = {q: a for q, a in (apis or {}).items() if "." not in q}
         # the library's own module (pycuda/reduction.py calling its ReductionKernel)
@@ -72,17 +96,20 @@ class Collector(LaunchReader, Snippets):
         module = Scope(self.tree, None)
         self.statements(self.tree.body, module)
         packages = _PACKAGES + tuple(q.split(".")[0] for q in self.apis if "." in q)
-        if not self.local and not any(q.split(".")[0] in packages
-                                      for q in self.ex.aliases.values()):
+        if not self.local and not self.wrappers and not any(
+                q.split(".")[0] in packages for q in self.ex.aliases.values()):
             return
         words = {a for a, q in self.ex.aliases.items() if q in self.apis} | \
-            {q.rsplit(".", 1)[-1] for q in self.apis}
+            {q.rsplit(".", 1)[-1] for q in self.apis} | set(self.wrappers)
         hot = self.lines_matching(words)
         for node, scope in self.pending:
             if self.touches(node, hot):
                 for sub in ast.walk(node):
                     if isinstance(sub, ast.Call):
                         api = self.api_of(sub.func)
+                        if api is None and isinstance(sub.func, ast.Name) and \
+                                sub.func.id in self.wrappers:
+                            api = self.wrapper_api(sub)
                         if api is not None:
                             self.calls.append((sub, api, scope))
         self.calls.sort(key=lambda c: (c[0].lineno, c[0].col_offset))
@@ -90,8 +117,13 @@ class Collector(LaunchReader, Snippets):
             self.ex.why, self.ex.params_hit, self.ex.steps = None, False, 0
             self.ex.branch_hit = None
             try:
-                found = self.kernels_of(call, api, scope)
-                if not found and self.ex.branch_hit is not None:
+                if id(call) in self.derived:
+                    found = self.through_wrapper(call, scope, *self.derived[id(call)])
+                    self.ex.params_hit = False
+                else:
+                    found = self.kernels_of(call, api, scope)
+                if not found and self.ex.branch_hit is not None and \
+                        id(call) not in self.derived:
                     found = self.branches(call, api, scope)
                 if self.ex.params_hit and (not found or any(
                         OPAQUE_PREFIX in k.text for k in found)):
@@ -101,6 +133,12 @@ class Collector(LaunchReader, Snippets):
                 found, self.ex.why = [], "expressions nested too deeply"
             if found:
                 self.result.kernels.extend(found)
+            elif self.ex.why in (_LOADS, _NO_SOURCE):
+                cs, ce = self.ex.span(call)
+                self.result.not_compiled.append(Unread(cs, ce, api.label, self.ex.why))
+            elif self.is_wrapper_body(scope):
+                cs, ce = self.ex.span(call)
+                self.result.wrappers.append(Unread(cs, ce, api.label, self.reason()))
             else:
                 cs, ce = self.ex.span(call)
                 self.result.unread.append(Unread(cs, ce, api.label, self.reason()))
@@ -135,6 +173,59 @@ class Collector(LaunchReader, Snippets):
         self.ex.why = why if out or not why or "is a parameter of" not in why else \
             f"{why} (and no call of `{fn.name}` in this module passes known values)"
         return out
+
+    def is_wrapper_body(self, scope: Scope | None) -> bool:
+        """The call compiles what the caller of its function passes (the reason it was
+        not read is a parameter of that function), and no call of it in this module
+        passes anything: its kernels are read at the calls in
+        the project's other modules (through_wrapper there), or the function is itself
+        an entry of the API table (chainer's ``cuda.elementwise`` in its own module)."""
+        fn = scope.node if scope is not None else None
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                f"is a parameter of `{fn.name}`" not in (self.ex.why or "") or \
+                scope.parent is None or not isinstance(scope.parent.node, ast.Module):
+            return False
+        return fn.name in self.local or not self.call_sites(fn.name, False)
+
+    def wrapper_api(self, call: ast.Call) -> CompileApi | None:
+        """The compile call inside an imported function of the project, if it has one:
+        the call of that function is then a compile call (modules.py)."""
+        assert isinstance(call.func, ast.Name)
+        mod, fn = self.wrappers[call.func.id]
+        for sub in ast.walk(fn):
+            if isinstance(sub, ast.Call):
+                api = self.apis.get(self.ex.qualname(sub.func) or "")
+                if api is not None:
+                    label = f"{fn.name} ({api.label})"
+                    self.derived[id(call)] = (mod, fn, sub, api)
+                    return replace(api, label=label)
+        return None
+
+    def through_wrapper(self, call: ast.Call, scope, mod, fn: ast.FunctionDef,
+                        inner: ast.Call, api: CompileApi) -> list[EmbeddedKernel]:
+        """The kernels of a project wrapper's compile call, its parameters bound to the
+        arguments of this call; positions are this call's (the wrapper's own text is
+        synthetic: it lives in another file)."""
+        if mod.scope is None:
+            mod.scope = Scope(mod.tree, None)
+        inner_scope = self.ex.fn_scopes.get((id(fn), id(mod.scope)))
+        if inner_scope is None:
+            inner_scope = self.ex.fn_scopes[(id(fn), id(mod.scope))] = Scope(fn, mod.scope)
+        values = self.ex.arguments(fn, call, scope, mod.scope, False)
+        if values is None:
+            return []
+        with self.ex.binding(inner_scope, values):
+            found = self.kernels_of(inner, api, inner_scope)
+            name = _returned_name(fn, self.ex, inner_scope)
+        cs, ce = self.ex.span(call)
+        for k in found:
+            k.call_start, k.call_end = cs, ce
+            k.options = [PyOption(str(o), cs, ce) for o in k.options]
+            for la in k.launches:
+                la.start, la.end = cs, ce
+            k.name = k.name or name
+            k._call = call                       # type: ignore[attr-defined]
+        return found
 
     def call_sites(self, name: str, method: bool) -> list[tuple[ast.Call, Scope]]:
         if self._sites is None:
@@ -257,8 +348,7 @@ class Collector(LaunchReader, Snippets):
         if form == A.CODE:
             code = arg(call, api.source.pos, api.source.kw) if api.source else None
             if code is None:
-                ex.fail("compiled from a file (`path=`), not from a string"
-                        if arg(call, None, "path") is not None else "no source argument")
+                ex.fail(_LOADS if arg(call, None, "path") is not None else _NO_SOURCE)
                 return []
             text = ex.string(code, scope)
         elif form == A.SOURCES:

@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from cudalint.sources.python.apis import SIGNAL_WORDS, CompileApi, user_apis
 from cudalint.sources.python.calls import Collector
+from cudalint.sources.python.modules import wrapper_modules
 from cudalint.sources.python.resolve import Extractor
 from cudalint.sources.python.units import PythonExtraction
 
@@ -40,8 +41,14 @@ def extract_python_units(text: str, filename: str = "<python>",
     result = PythonExtraction()
     apis: dict[str, CompileApi] = user_apis(compile_apis)
     words, use = _signals(tuple(sorted({q.rsplit(".", 1)[-1] for q in apis})))
+    wrappers = {}
     if not any(w in text for w in words) or use.search(text) is None:
-        return result
+        # a call of a compile wrapper the project defines in another of its modules
+        wrappers = wrapper_modules(filename, text, words)
+        if not wrappers:
+            return result
+    else:
+        wrappers = wrapper_modules(filename, text, words)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")      # invalid escapes in kernel strings
@@ -59,7 +66,7 @@ def extract_python_units(text: str, filename: str = "<python>",
                              "kernel strings in it were not analysed"))
         return result
     try:
-        Collector(text, tree, result, apis, filename).run()
+        Collector(text, tree, result, apis, filename, wrappers).run()
     except RecursionError:
         result.notes.append((0, "Python expressions nested too deeply; kernel strings in "
                              "this file were not analysed"))

@@ -49,6 +49,37 @@ def _own_returns(fn: ast.AST) -> list[ast.Return]:
     return out
 
 
+def _dict_binding(scope: Scope | None, name: str, line: int):
+    """(scope, value) of the one assignment of a dict name before `line` in its function
+    or module body, looking past ``name[key] = ...`` (stores into it), or None."""
+    while scope is not None:
+        binds = scope.bindings.get(name)
+        if binds:
+            stores = {n.lineno for n in ast.walk(scope.node)
+                      if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store)
+                      and isinstance(n.value, ast.Name) and n.value.id == name}
+            own = [b for b in binds if b.line not in stores]
+            if len(own) == 1 and own[0].line < line and not own[0].aug and \
+                    own[0].direct and isinstance(own[0].value, ast.expr):
+                return scope, own[0].value
+            return None
+        if name in scope.params:
+            return None
+        scope = scope.parent
+    return None
+
+
+def _stored_keys(body: ast.AST, name: str) -> set:
+    """The keys of ``name[key] = ...`` anywhere in a body (None: a key not constant)."""
+    out: set = set()
+    for node in ast.walk(body):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and \
+                isinstance(node.value, ast.Name) and node.value.id == name:
+            key = node.slice
+            out.add(key.value if isinstance(key, ast.Constant) else None)
+    return out
+
+
 def expression_origin(expr: ast.expr | None) -> str:
     """``<helper()>``: an unknown operand, as written (shortened)."""
     try:
@@ -223,6 +254,8 @@ class Flow:
     def arguments(self: "Extractor", fn: ast.FunctionDef, call: ast.Call, scope, owner,
                   skip_first: bool) -> dict | None:
         a = fn.args
+        if any(k.arg is None for k in call.keywords):
+            call = self.spread(call, scope)
         if a.vararg or any(isinstance(x, ast.Starred) for x in call.args) or \
                 any(k.arg is None for k in call.keywords):
             self.fail(f"`{fn.name}` is called with *args or **kwargs")
@@ -250,7 +283,41 @@ class Flow:
         if skip_first and (a.posonlyargs + a.args):
             first = (a.posonlyargs + a.args)[0].arg
             values[first] = (ast.Constant(None), None)
+        if a.kwarg:         # **kwargs: the keywords no parameter takes, as a dict
+            named = {p.arg for p in positional + a.kwonlyargs}
+            extra = [k for k in call.keywords if k.arg not in named]
+            values[a.kwarg.arg] = (ast.Dict([ast.Constant(k.arg) for k in extra],
+                                            [k.value for k in extra]), scope)
         return values
+
+    def spread(self: "Extractor", call: ast.Call, scope) -> ast.Call:
+        """``f(x, **opt)`` with ``opt = dict(k=v, ...)`` (or a dict literal) bound once:
+        the call with those keywords written out. A key the function stores into
+        (``opt['n'] = n``) is left out, so that its placeholder stays opaque rather
+        than taking the stale value."""
+        keywords: list[ast.keyword] = []
+        for k in call.keywords:
+            if k.arg is not None or not isinstance(k.value, ast.Name):
+                keywords.append(k)
+                continue
+            found = _dict_binding(scope, k.value.id, k.value.lineno)
+            d = found[1] if found is not None else None
+            if isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and \
+                    d.func.id == "dict" and not d.args and all(x.arg for x in d.keywords):
+                pairs = [(x.arg, x.value) for x in d.keywords]
+            elif isinstance(d, ast.Dict) and all(
+                    isinstance(x, ast.Constant) and isinstance(x.value, str) for x in d.keys):
+                pairs = [(x.value, v) for x, v in zip(d.keys, d.values)]
+            else:
+                keywords.append(k)
+                continue
+            stored = _stored_keys(found[0].node, k.value.id) if found else set()
+            if None in stored:
+                keywords.append(k)
+                continue
+            keywords += [ast.keyword(arg=n, value=v) for n, v in pairs if n not in stored]
+        return ast.Call(func=call.func, args=call.args, keywords=keywords)
+
 
     # -- string.Template ----------------------------------------------------------------
 
@@ -276,7 +343,17 @@ class Flow:
                 known = False
         for k in call.keywords:
             if k.arg is None:
-                known = False
+                d, owner = k.value, scope       # **kwargs of an inlined call: its dict
+                if isinstance(d, ast.Name):
+                    found = self.lookup(d.id, scope, d.lineno, depth)
+                    if found is not None and len(found[1]) == 1:
+                        owner, d = found[0], found[1][0].value
+                if isinstance(d, ast.Dict) and all(
+                        isinstance(x, ast.Constant) and isinstance(x.value, str)
+                        for x in d.keys):
+                    mapping.update({x.value: (v, owner) for x, v in zip(d.keys, d.values)})
+                else:
+                    known = False
             else:
                 mapping[k.arg] = (k.value, scope)
         t = tmpl.text

@@ -97,8 +97,8 @@ class Extractor(Flow):
     # -- names --------------------------------------------------------------------------
 
     def qualname(self, expr: ast.expr) -> str | None:
-        if isinstance(expr, ast.Name):
-            return self.aliases.get(expr.id)
+        if isinstance(expr, ast.Name):      # a name of another module: its own imports
+            return getattr(expr, "_cl_aliases", self.aliases).get(expr.id)
         if isinstance(expr, ast.Attribute):
             base = self.qualname(expr.value)
             return f"{base}.{expr.attr}" if base else None
@@ -141,10 +141,14 @@ class Extractor(Flow):
             if not first and isinstance(scope.node, ast.ClassDef):
                 scope = scope.parent            # class bodies do not enclose methods
                 continue
-            got = self.bound.get((id(scope), name))
+            # a parameter the body assigns again (``code = Template(code)...``): below
+            # that assignment the name is the new value, not the argument
+            rebound = first and name in scope.params and any(
+                b.line < line for b in scope.bindings.get(name, ()))
+            got = self.bound.get((id(scope), name)) if not rebound else None
             if got is not None:
                 return got[1], [Binding(0, got[0], False, True)]
-            if name in scope.params:
+            if name in scope.params and not rebound:
                 self.params_hit = True
                 self.fail(f"`{name}` is a parameter of `{getattr(scope.node, 'name', '?')}`")
                 return None
@@ -423,6 +427,8 @@ class Extractor(Flow):
         return got
 
     def _literal(self, node: ast.Constant) -> MStr | None:
+        if getattr(node, "_cl_foreign", False):     # written in another module
+            return MStr.synthetic(node.value)
         s, e = self.span(node)
         try:
             out = MStr()
@@ -440,6 +446,15 @@ class Extractor(Flow):
     def fstring(self, node: ast.JoinedStr, scope, depth: int) -> MStr | None:
         fields = [self._fvalue(v, scope, depth) for v in node.values
                   if isinstance(v, ast.FormattedValue)]
+        if getattr(node, "_cl_foreign", False):     # written in another module
+            parts, k = [], 0
+            for v in node.values:
+                if isinstance(v, ast.FormattedValue):
+                    parts.append(fields[k])
+                    k += 1
+                elif isinstance(v, ast.Constant) and isinstance(v.value, str):
+                    parts.append(MStr.synthetic(v.value))
+            return MStr.concat(parts) if parts else MStr()
         s, e = self.span(node)
         try:
             out = MStr()

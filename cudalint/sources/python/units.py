@@ -144,3 +144,8 @@ class PythonExtraction:
     kernels: list[EmbeddedKernel] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)   # (file offset, message)
     unread: list[Unread] = field(default_factory=list)
+    # compile calls inside a project's own wrapper: what they compile is passed by the
+    # wrapper's callers, each of which counts as a compile call (read or unread)
+    wrappers: list[Unread] = field(default_factory=list)
+    # calls of a compile API that compile no CUDA C++ (RawModule(path=) loads a cubin)
+    not_compiled: list[Unread] = field(default_factory=list)
