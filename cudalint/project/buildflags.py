@@ -13,14 +13,17 @@ result cache's key).
 from __future__ import annotations
 
 import os
+import stat
 from functools import lru_cache
 from pathlib import Path
+from weakref import WeakKeyDictionary
 
 from cudalint.project.build import Build
 from cudalint.project.build_cmake import cmake_builds
 from cudalint.project.build_python import python_builds
 from cudalint.project.build_toml import toml_builds
 from cudalint.project.nvcc_flags import Flag, NvccSettings, interpret, split_words
+from cudalint.sources.base import SourceFile
 
 # A build file without one of these words sets no flag the FP rules care about.
 FAST_MATH_WORDS = ("fast_math", "fast-math", "ftz", "prec-div", "prec_div", "prec-sqrt",
@@ -28,6 +31,8 @@ FAST_MATH_WORDS = ("fast_math", "fast-math", "ftz", "prec-div", "prec_div", "pre
 
 BUILD_FILES = ("setup.py", "CMakeLists.txt", "pyproject.toml")
 MAX_LEVELS = 6
+# SourceFile -> the builds that compile it (a SourceFile lives for one lint of its file)
+_PER_FILE: WeakKeyDictionary = WeakKeyDictionary()
 
 
 @lru_cache(maxsize=256)
@@ -54,27 +59,45 @@ def builds_in_file(path: str | Path) -> tuple[Build, ...]:
 
 
 def builds_for_source(source: str | Path) -> list[Build]:
-    """The builds (in the source's folder and the folders above) that compile it."""
+    """The builds (in the source's folder and the folders above) that compile it.
+
+    Which builds compile a file is worked out once per (file, versions of the build files
+    above it): every unit of a file asks (CL203, CL204, CL402, CL403, CL404), and the
+    matching of every build's sources cost more than the rules that asked. The build
+    files are stat-ed on every call, so an edit to one is seen (the language server)."""
     src = Path(source)
     if not src.is_file():
         return []
     src = src.resolve()
-    found = []
+    chain = []
     folder = src.parent
     for _ in range(MAX_LEVELS):
         for name in BUILD_FILES:
-            bf = folder / name
-            if bf.is_file():
-                rel = os.path.relpath(src, folder)
-                for b in builds_in_file(bf):
-                    if b.kind in ("cupy", "pycuda", "torch.load_inline"):
-                        continue
-                    if b.compiles(rel):
-                        found.append(b)
+            bf = os.path.join(folder, name)
+            try:
+                st = os.stat(bf)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                chain.append((folder, name, st.st_mtime_ns, st.st_size))
         if (folder / ".git").exists() or folder.parent == folder:
             break
         folder = folder.parent
-    return found
+    return list(_builds_compiling(src, tuple(chain)))
+
+
+@lru_cache(maxsize=4096)
+def _builds_compiling(src: Path, chain: tuple[tuple[Path, str, int, int], ...]
+                      ) -> tuple[Build, ...]:
+    found = []
+    for folder, name, mtime_ns, size in chain:
+        rel = os.path.relpath(src, folder)
+        for b in _builds_in(str(folder / name), mtime_ns, size):
+            if b.kind in ("cupy", "pycuda", "torch.load_inline"):
+                continue
+            if b.compiles(rel):
+                found.append(b)
+    return tuple(found)
 
 
 @lru_cache(maxsize=1024)
@@ -125,7 +148,14 @@ def unit_settings(unit) -> NvccSettings | None:
     path = unit.file.path
     if path in ("-", "<stdin>"):
         return None
-    builds = builds_for_source(path)
+    # each rule that asks about a file while it is linted gets the builds found once
+    # (the engine makes a SourceFile per lint, so an edited build file is read again)
+    memo = isinstance(unit.file, SourceFile)
+    builds = _PER_FILE.get(unit.file) if memo else None
+    if builds is None:
+        builds = builds_for_source(path)
+        if memo:
+            _PER_FILE[unit.file] = builds
     if not builds:
         return None
     # several builds of one file: combine their flags (a setting counts if any sets it)

@@ -27,9 +27,11 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from weakref import WeakKeyDictionary
 
 from cudalint.config import Settings
 from cudalint.project.buildflags import BUILD_FILES, MAX_LEVELS, unit_settings
+from cudalint.sources.base import SourceFile
 
 DEFAULT_ARCH = Settings.arch
 DEFAULT_WHERE = "the default target (sm_80 and newer)"
@@ -44,6 +46,8 @@ _CMAKE_LIST = re.compile(
     r"(?:set\s*\(\s*CMAKE_CUDA_ARCHITECTURES|\bCUDA_ARCHITECTURES)\s+([^)]*)\)"
     r"|CMAKE_CUDA_ARCHITECTURES=[\"']?([\w;\- ]+)")
 _TORCH_LIST = re.compile(r"TORCH_CUDA_ARCH_LIST[\"']?\s*(?:\]\s*=|,)\s*[\"']([^\"']+)[\"']")
+# SourceFile -> {(default, lists, mentions): TargetArchs}
+_PER_FILE: WeakKeyDictionary = WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,22 @@ def target_archs(unit, settings: Settings, *, lists: bool = True,
         return TargetArchs((arch_number(arch) or 90,), SETTING_WHERE)
     default = TargetArchs((arch_number(arch) or 90,), DEFAULT_WHERE)
     embedded = getattr(unit, "embedded", None) is not None
+    if embedded:
+        return _target_archs(unit, default, True, lists, mentions)
+    # a file's answer is the same for each rule that asks while the file is linted (the
+    # engine makes a SourceFile per lint): the build files are walked once per file
+    if not isinstance(unit.file, SourceFile):
+        return _target_archs(unit, default, False, lists, mentions)
+    memo = _PER_FILE.setdefault(unit.file, {})
+    key = (default, lists, mentions)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = _target_archs(unit, default, False, lists, mentions)
+    return got
+
+
+def _target_archs(unit, default: TargetArchs, embedded: bool, lists: bool,
+                  mentions: re.Pattern[bytes]) -> TargetArchs:
     folder = os.path.dirname(os.path.abspath(unit.file.path))
     numbers: set[int] = set()
     try:

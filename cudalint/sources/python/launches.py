@@ -19,9 +19,10 @@ from __future__ import annotations
 import ast
 import copy
 import itertools
+from collections import deque
 
 from cudalint.sources.python import apis as A
-from cudalint.sources.python.flow import _own_returns
+from cudalint.sources.python.flow import _own_returns, statement_children
 from cudalint.sources.python.resolve import Extractor, Scope
 from cudalint.sources.python.snippets import arg
 from cudalint.sources.python.units import EmbeddedKernel, PyLaunch, PythonExtraction
@@ -139,12 +140,11 @@ class LaunchReader:
 
     def find_makers(self) -> None:
         """Functions of the module every return of which is a kernel handle."""
-        for fn in ast.walk(self.tree):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
-                    fn.name in self.makers:
-                continue
-            rets = _own_returns(fn)
-            if not rets or any(r.value is None for r in rets):
+        candidates = getattr(self, "_returning", None)
+        if candidates is None:
+            candidates = self._returning = _returning_functions(self.tree)
+        for fn, rets in candidates:
+            if fn.name in self.makers:
                 continue
             got = [self.handle_of(r.value) for r in rets]
             if all(g is not None for g in got) and len({id(g[0][0]) for g in got}) == 1 \
@@ -237,6 +237,24 @@ class LaunchReader:
             return None
         shapes = [tuple(c) for c in itertools.product(*per_dim)]
         return shapes if len(shapes) <= MAX_SHAPES else None
+
+
+def _returning_functions(tree: ast.Module
+                         ) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef,
+                                         list[ast.Return]]]:
+    """The module's functions (nested ones too, in ``ast.walk`` order) whose every own
+    return gives a value, with those returns: computed once per module, as the walk
+    over every node of the module was most of the time of reading launches."""
+    out = []
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            rets = _own_returns(node)
+            if rets and all(r.value is not None for r in rets):
+                out.append((node, rets))
+        todo.extend(statement_children(node))
+    return out
 
 
 def split_by_shape(kernels: list[EmbeddedKernel]) -> list[EmbeddedKernel]:
