@@ -1,8 +1,10 @@
 """CL203/CL204/CL205 against the machine code nvcc emits (no GPU needed).
 
 CL203: every fixture is built as written and after ``--unsafe-fixes``; on the source lines
-of each finding (``nvdisasm -g``) SASS must hold as many LDG (reloads) or STG (kept
-stores) as the message says as written, and one once fixed.
+of each finding (``nvdisasm -g``) SASS must hold as many LDG (reloads, split vector
+loads, with the widths the message states) or STG (kept stores) as the message says as
+written, and one once fixed; the vector look-alikes execute the same loads with every
+read-only pointer ``const __restrict__``.
 CL205: every fixture is built as written and after cudalint's own fixes (fix_text, the
 code behind ``--fix`` and ``--unsafe-fixes``). For each flagged parameter, its loads
 (SASS ``LDG`` instructions on the source lines of its load sites, via ``nvdisasm -g``)
@@ -50,14 +52,51 @@ def stack(tmp_path_factory):
 @needs_tools
 def test_every_cl203_count_is_what_sass_executes_and_the_fix_leaves_one(counts):
     kinds = {r["kind"] for r in counts["records"]}
-    assert kinds == {"reload", "kept_store"} and len(counts["records"]) >= 6
+    assert kinds == {"reload", "kept_store", "split_load"} and len(counts["records"]) >= 16
     for rec in counts["records"]:
         where = f"{rec['file']} {rec['kernel']}({rec['param']}) {rec['element']}"
+        if rec["kind"] == "split_load":
+            continue            # below: counts and widths
         if rec["predicted"] is not None:
             assert rec["original"] == rec["predicted"], (where, rec)
         else:                   # a run-time trip count: one store per unrolled copy
             assert rec["original"] > 1, (where, rec)
         assert rec["fixed"] == 1, (where, rec)
+
+
+@needs_tools
+def test_every_split_vector_load_count_and_width_is_what_sass_executes(counts):
+    # loads of the fields of one vector element: as many LDG, of the widths the
+    # message states, as written; the fixed kernel's vector load(s) after the fix
+    split = [r for r in counts["records"] if r["kind"] == "split_load"]
+    assert len(split) >= 10
+    for rec in split:
+        where = f"{rec['file']} {rec['kernel']}({rec['param']}) {rec['element']}"
+        assert rec["predicted"] > rec["predicted_fixed"], where
+        if rec["in_loop"]:      # a constant trip count, unrolled: per iteration
+            trips = rec["fixed"] // rec["predicted_fixed"]
+            assert trips >= 1 and rec["fixed"] == trips * rec["predicted_fixed"], rec
+            assert rec["original"] == trips * rec["predicted"], rec
+            assert rec["original_bytes"] == sorted(rec["predicted_bytes"] * trips), rec
+            assert rec["fixed_bytes"] == sorted(rec["predicted_fixed_bytes"] * trips), rec
+        else:
+            assert rec["original"] == rec["predicted"], (where, rec)
+            assert rec["original_bytes"] == rec["predicted_bytes"], (where, rec)
+            assert rec["fixed"] == rec["predicted_fixed"] == 1, (where, rec)
+            assert rec["fixed_bytes"] == rec["predicted_fixed_bytes"], (where, rec)
+        # the stores are split too (or already scalar: a float* written)
+        assert rec["fixed_STG"] <= rec["original_STG"], rec
+
+
+@needs_tools
+def test_vector_look_alikes_execute_the_same_loads_with_restrict(counts):
+    got = [r for r in counts["lookalikes"] if r["file"].endswith("vector_look_alikes.cu")]
+    assert len(got) >= 9
+    for rec in got:
+        assert (rec["LDG"], rec["STG"]) == (rec["LDG_restrict"], rec["STG_restrict"]), rec
+    by = {r["kernel"]: r for r in got}
+    for kernel in ("scale4", "scale4_mirror", "swap_via_locals", "swap_whole"):
+        assert by[kernel]["LDG"] == 1, by[kernel]       # merged without __restrict__
 
 
 @needs_tools

@@ -158,3 +158,97 @@ def test_read_only_path_finding_names_a_target_that_has_the_path():
     assert cl203("sm_30") == []
     found = cl203("sm_35")
     assert len(found) == 1 and "sm_35" in found[0].message
+
+
+SWAP2 = """
+__global__ void swap(float2* out, const float2* in, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i].x = in[i].y;
+    out[i].y = in[i].x;
+}
+"""
+
+
+def test_split_vector_load_message_states_the_loads_and_their_widths():
+    [d] = lint(SWAP2, "CL203")
+    assert d.message.startswith(
+        "`in[i]` is read with 2 loads (4 bytes each) per thread instead of one 8-byte load "
+        "because stores through `out` may alias it: declare `in` `__restrict__`")
+    assert d.metrics["kind"] == "split_load" and d.metrics["loads"] == 2
+    assert d.metrics["load_bytes"] == [4, 4] and d.metrics["load_bytes_fixed"] == [8]
+    assert d.fix is not None and not d.fix.is_safe
+    assert lint(SWAP2, "CL205") == []                  # CL203 has it
+
+
+def test_split_vector_loads_follow_the_fields_nvcc_tells_apart():
+    # reversed float4: x+y and z+w still merge (a store to another field of the same
+    # struct type does not block), measured 2 x LDG.E.64
+    rev = SWAP2.replace("float2", "float4").replace(
+        "out[i].x = in[i].y;\n    out[i].y = in[i].x;",
+        "out[i].w = in[i].x; out[i].z = in[i].y; out[i].y = in[i].z; out[i].x = in[i].w;")
+    [d] = lint(rev, "CL203")
+    assert d.metrics["load_bytes"] == [8, 8] and d.metrics["load_bytes_fixed"] == [16]
+    # field order: nvcc merges without __restrict__ (LDG.E.128): nothing to report
+    order = rev.replace("out[i].w = in[i].x; out[i].z = in[i].y; out[i].y = in[i].z; "
+                        "out[i].x = in[i].w;",
+                        "out[i].x = in[i].x; out[i].y = in[i].y; out[i].z = in[i].z; "
+                        "out[i].w = in[i].w;")
+    assert lint(order, "CL203") == []
+    # a float* store may write any field: field order splits too
+    scalar = order.replace("float4* out", "float* out").replace(
+        "out[i].x = in[i].x; out[i].y = in[i].y; out[i].z = in[i].z; out[i].w = in[i].w;",
+        "out[4*i] = in[i].x; out[4*i+1] = in[i].y; out[4*i+2] = in[i].z; "
+        "out[4*i+3] = in[i].w;")
+    [d] = lint(scalar, "CL203")
+    assert d.metrics["loads"] == 4 and d.metrics["type"] == "float4"
+
+
+def test_split_vector_loads_of_aligned_structs_only():
+    aligned = "struct __align__(8) P { float a, b; };\n" + SWAP2.replace(
+        "float2", "P").replace(".x", ".a").replace(".y", ".b")
+    [d] = lint(aligned, "CL203")
+    assert d.metrics["type"] == "P"
+    # without __align__ the struct is aligned to 4: never one vector load
+    assert lint(aligned.replace("__align__(8) ", ""), "CL203") == []
+
+
+def test_split_vector_loads_need_straight_line_code_and_a_thread_index():
+    branchy = SWAP2.replace("out[i].y = in[i].x;", "if (n > 4) out[i].y = 1.0f;\n"
+                            "    out[i].y += in[i].x;")
+    assert lint(branchy, "CL203") == []
+    uniform = SWAP2.replace("in[i]", "in[blockIdx.x]")
+    assert lint(uniform, "CL203") == []
+
+
+def test_gpu_timing_of_every_split_vector_load_fixture_is_recorded_and_never_slower():
+    """fixtures/CL203/vector_timing.json (tools/gputruth/restrict_timing.py --fixture
+    vector on an H100): each flagged kernel of vector_split.cu at 2^24 and 2^18
+    elements, as written and fixed, same output, the fix never slower."""
+    import json
+    timing = json.loads((ROOT / "fixtures" / "CL203" / "vector_timing.json").read_text())
+    counts = json.loads((ROOT / "fixtures" / "CL203" / "counts.json").read_text())
+    flagged = {r["kernel"] for r in counts["records"]
+               if r["file"].endswith("vector_split.cu")}
+    timed = {k["kernel"]: k for k in timing["kernels"]}
+    assert len(flagged) >= 10 and "H100" in timing["device"]
+    for name in flagged:
+        for n in timing["n"]:
+            k = timed[f"{name}@{n}"]
+            assert k["same_output"] is True and k["ratio"] >= 0.98, k
+    big = [timed[f"{name}@{timing['n'][0]}"]["ratio"] for name in flagged]
+    assert min(big) > 1.05
+
+
+def test_no_split_vector_load_across_a_barrier_an_atomic_or_a_call():
+    # measured: nvcc merges none of these even with __restrict__ (two ld.global.nc.f32)
+    for between in ("__syncthreads();", "atomicAdd(o2 + i, a);", "ext(o2 + i, a);"):
+        src = ("__device__ __noinline__ void ext(float* p, float v) { p[0] = v; }\n"
+               "__global__ void k(float2* out, const float2* in, float* o2)\n{\n"
+               "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+               f"    float a = in[i].x; o2[i] = a; {between} out[i].x = a + in[i].y;\n}}\n")
+        assert lint(src, "CL203") == [], between
+    plain = src.replace(" ext(o2 + i, a);", "")
+    [d] = lint(plain, "CL203")
+    assert d.metrics["aliased_by"] == ["o2"]

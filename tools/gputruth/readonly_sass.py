@@ -4,9 +4,12 @@ read the SASS, ptxas -v the stack frames.
 
 CL203: every fixture in fixtures/CL203/*.cu is built with ``nvcc -cubin -arch=sm_90
 -lineinfo`` as written and after ``cudalint --unsafe-fixes`` (CL203's fixes). Per finding:
-the global loads (reloads) or stores (kept stores) in SASS on the source lines the
-analysis names, in both builds, beside the count the message states. Per look-alike
-kernel: its LDG and STG counts as written.
+the global loads (reloads, split vector loads) or stores (kept stores) in SASS on the
+source lines the analysis names, in both builds, beside the count the message states;
+for split vector loads also the widths of those loads (``LDG.E`` 4 bytes, or 8 for a
+64-bit field; ``LDG.E.64`` 8; ``LDG.E.128`` 16) and the kernel's STG count in both
+builds. Per look-alike kernel: its LDG and STG counts as written and with every
+read-only pointer ``const __restrict__`` (CL205's and CL203's unsafe fixes).
 
 CL205: every fixture in fixtures/CL205/*.cu is built three times with
 ``nvcc -cubin -arch=sm_90 -lineinfo``: as written, after cudalint's own safe fixes
@@ -22,6 +25,7 @@ kernel: the stack frame ptxas reports and whether cudalint reports CL204 in it.
 
     python tools/gputruth/readonly_sass.py            # rewrite fixtures/CL20{3,4,5}/*.json
     python tools/gputruth/readonly_sass.py --check    # recompute and compare, exit 1 if not
+    python tools/gputruth/readonly_sass.py --cl203    # rewrite fixtures/CL203/counts.json only
 
 tests/test_readonly_sass.py imports this module and recomputes everything.
 """
@@ -225,11 +229,29 @@ def cl203_findings(path: Path) -> list[dict]:
             out.append({"kernel": kernel.name, "param": acc.param.name, "kind": kind,
                         "element": info.key, "lines": lines, "predicted": info.count,
                         "opcode": "LDG"})
+        elif kind == "split_load":
+            lines = sorted({n.start_point[0] + 1 for n in info.loads})
+            out.append({"kernel": kernel.name, "param": acc.param.name, "kind": kind,
+                        "element": info.key, "lines": lines, "predicted": info.count,
+                        "opcode": "LDG", "predicted_bytes": sorted(info.sizes),
+                        "predicted_fixed": info.fixed,
+                        "predicted_fixed_bytes": sorted(info.fixed_sizes),
+                        "in_loop": info.in_loop})
         elif kind == "kept_store":
             out.append({"kernel": kernel.name, "param": acc.param.name, "kind": kind,
                         "element": info.key, "lines": [info.store.start_point[0] + 1],
                         "predicted": info.trip, "opcode": "STG"})
     return out
+
+
+def load_bytes(opcode: str, wide_fields: bool) -> int:
+    """Bytes one LDG/STG moves: ``.128`` 16, ``.64`` 8, else the field size."""
+    parts = opcode.split(".")
+    if "128" in parts:
+        return 16
+    if "64" in parts:
+        return 8
+    return 8 if wide_fields else 4
 
 
 def cl203_records(workdir: Path) -> dict:
@@ -253,15 +275,62 @@ def cl203_records(workdir: Path) -> dict:
             for variant, ops in builds.items():
                 rec[variant] = sum(1 for op, line in ops.get(f["kernel"], [])
                                    if line in f["lines"] and op.startswith(f["opcode"]))
+            if f["kind"] == "split_load":
+                wide = _wide_fields(text, f)
+                for k in ("predicted_bytes", "predicted_fixed", "predicted_fixed_bytes",
+                          "in_loop"):
+                    rec[k] = f[k]
+                for variant, ops in builds.items():
+                    rec[f"{variant}_bytes"] = sorted(
+                        load_bytes(op, wide) for op, line in ops.get(f["kernel"], [])
+                        if line in f["lines"] and op.startswith("LDG"))
+                    rec[f"{variant}_STG"] = sum(op.startswith("STG")
+                                                for op, _ in ops.get(f["kernel"], []))
             records.append(rec)
         flagged = {f["kernel"] for f in found}
+        restricted = None
         for kernel, ops in sorted(builds["original"].items()):
             if kernel not in flagged:
+                if restricted is None:
+                    restricted = _all_restrict_build(path, text, workdir)
+                both = restricted.get(kernel, [])
                 lookalikes.append({"file": rel, "kernel": kernel,
                                    "LDG": sum(op.startswith("LDG") for op, _ in ops),
-                                   "STG": sum(op.startswith("STG") for op, _ in ops)})
+                                   "STG": sum(op.startswith("STG") for op, _ in ops),
+                                   "LDG_restrict": sum(op.startswith("LDG") for op, _ in both),
+                                   "STG_restrict": sum(op.startswith("STG") for op, _ in both)})
     return {"nvcc": nvcc_version(), "arch": ARCH, "records": records,
             "lookalikes": lookalikes}
+
+
+def _wide_fields(text: str, finding: dict) -> bool:
+    """Are the fields of the finding's element 8 bytes (double2, longlong2, ...)?"""
+    from cudalint.analysis.memory.vector_split import layout
+    from cudalint.context import UnitContext
+    from cudalint.sources.base import SourceFile, Unit
+    unit = Unit(SourceFile("k.cu", text, "cuda"), text)
+    ctx = UnitContext(unit, _settings("CL203"))
+    for kernel in ctx.model.kernels:
+        if kernel.name == finding["kernel"]:
+            for p in kernel.params:
+                if p.name == finding["param"]:
+                    lay = layout(ctx, p.base_type)
+                    return lay is not None and lay.field_size == 8
+    return False
+
+
+def _all_restrict_build(path: Path, text: str, workdir: Path
+                        ) -> dict[str, list[tuple[str, int | None]]]:
+    """LDG/STG of the fixture with every read-only pointer `const __restrict__` (the
+    unsafe fixes of CL203 and CL205): what `__restrict__` would change in a look-alike."""
+    from cudalint.config import Settings
+    from cudalint.fixes import fix_text
+    settings = replace(Settings(), select=("CL203", "CL205"))
+    fixed, _ = fix_text(str(path), text, settings, "cuda", unsafe=True)
+    folder = workdir / "counts_restrict"
+    folder.mkdir(exist_ok=True)
+    cubin, _ = build(fixed, path.stem, folder)
+    return global_loads(cubin, ("LDG", "STG"))
 
 
 def cl205_records(workdir: Path) -> dict:
@@ -318,11 +387,24 @@ def cl204_records(workdir: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="compare with the committed json")
+    ap.add_argument("--cl203", action="store_true",
+                    help="only CL203's instruction counts (fixtures/CL203/counts.json)")
     args = ap.parse_args(argv)
     problem = tools_problem()
     if problem:
         print(problem, file=sys.stderr)
         return 2
+    if args.cl203:
+        with tempfile.TemporaryDirectory() as tmp:
+            counts = cl203_records(Path(tmp))
+        if args.check:
+            ok = json.loads(COUNTS_JSON.read_text()) == counts
+            print("agrees" if ok else "DIFFERS")
+            return 0 if ok else 1
+        COUNTS_JSON.write_text(json.dumps(counts, indent=1) + "\n")
+        print(f"wrote {COUNTS_JSON.relative_to(ROOT)} ({len(counts['records'])} findings, "
+              f"{len(counts['lookalikes'])} look-alike kernels)")
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         counts = cl203_records(Path(tmp))
         sass = cl205_records(Path(tmp))

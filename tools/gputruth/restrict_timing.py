@@ -1,11 +1,17 @@
-"""GPU timing for CL203: run time of each fixture kernel of fixtures/CL203/aliasing.cu as
-written and after ``cudalint --unsafe-fixes`` (the `__restrict__` the finding asks for).
+"""GPU timing for CL203: run time of each fixture kernel of fixtures/CL203/aliasing.cu
+(reloads, kept stores) and fixtures/CL203/vector_split.cu (split vector loads) as written
+and after ``cudalint --unsafe-fixes`` (the `__restrict__` the finding asks for).
 
 The sources come from a plan written here (no GPU needed):
 
     python tools/gputruth/restrict_timing.py --plan            # tools/gputruth/restrict_plan.json
     python tools/gputruth/restrict_timing.py --compile-only    # build the driver, run nothing
     python tools/gputruth/restrict_timing.py --out $OUT        # on the GPU machine
+
+With ``--fixture vector`` the same for vector_split.cu (plan
+tools/gputruth/restrict_vector_plan.json, output vector_timing.json), each kernel at two
+sizes: 2^24 elements (the data streams from DRAM) and 2^18 (it stays in the 50 MB L2,
+where the number of load instructions matters more than the bytes).
 
 On the GPU machine the script needs only nvcc: it puts both versions of the fixture in
 one translation unit (namespaces ``orig`` and ``fixd``), with a generated host driver
@@ -27,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = Path(__file__).with_name("restrict_plan.json")
 FIXTURE = ROOT / "fixtures" / "CL203" / "aliasing.cu"
+VECTOR_PLAN = Path(__file__).with_name("restrict_vector_plan.json")
+VECTOR_FIXTURE = ROOT / "fixtures" / "CL203" / "vector_split.cu"
 RUNS = 35
 WARMUP = 3
 
@@ -43,6 +51,22 @@ CASES = {
     "scatter_grad": ("(const float*)A, (float*)B, (const int*)D, 1024", "N / 4 / 256", 256,
                      True),
 }
+
+# vector_split.cu: (arguments with {ns} for the fixture's own types and n the element
+# count, grid in terms of n); every kernel reads A and writes B, none uses atomics
+VECTOR_CASES = {
+    "swap_pairs": ("(float2*)B, (const float2*)A, n", "n / 256"),
+    "reverse4": ("(float4*)B, (const float4*)A, n", "n / 256"),
+    "rotate4": ("(float4*)B, (const float4*)A, n", "n / 256"),
+    "swap_int2": ("(int2*)B, (const int2*)A, n", "n / 256"),
+    "swap_double2": ("(double2*)B, (const double2*)A, n", "n / 256"),
+    "reverse_quad": ("({ns}::Quad*)B, (const {ns}::Quad*)A, n", "n / 256"),
+    "conjugate_swap": ("({ns}::cplx*)B, (const {ns}::cplx*)A, n", "n / 256"),
+    "unpack4": ("(float*)B, (const float4*)A, n", "n / 256"),
+    "int2_to_float2": ("(float2*)B, (const int2*)A, n", "n / 256"),
+    "swap_rows": ("(float2*)B, (const float2*)A, n / 4", "n / 4 / 256"),
+}
+VECTOR_SIZES = (1 << 24, 1 << 18)
 
 _DRIVER = r"""
 #include <cstdio>
@@ -128,19 +152,39 @@ int main() {
 """
 
 
-def make_plan() -> dict:
+def make_plan(fixture: Path = FIXTURE) -> dict:
     sys.path.insert(0, str(ROOT))
     from dataclasses import replace
     from cudalint.config import Settings
     from cudalint.fixes import fix_text
-    text = FIXTURE.read_text()
-    fixed, count = fix_text(str(FIXTURE), text, replace(Settings(), select=("CL203",)),
+    text = fixture.read_text()
+    fixed, count = fix_text(str(fixture), text, replace(Settings(), select=("CL203",)),
                             "cuda", unsafe=True)
-    return {"fixture": str(FIXTURE.relative_to(ROOT)), "fixes": count, "original": text,
+    return {"fixture": str(fixture.relative_to(ROOT)), "fixes": count, "original": text,
             "fixed": fixed}
 
 
+def _vector_cases() -> list[str]:
+    cases = []
+    for n in VECTOR_SIZES:
+        cases.append(f"    {{ const int n = {n};")
+        for name, (args, grid) in VECTOR_CASES.items():
+            launch = "[&]() {{ {ns}::{name}<<<{grid}, 256>>>({args}); }}"
+            pair = [launch.format(ns=ns, name=name, grid=grid, args=args.format(ns=ns))
+                    for ns in ("orig", "fixd")]
+            cases.append(f'    time_pair("{name}@{n}", false, '
+                         f'std::function<void()>({pair[0]}), '
+                         f'std::function<void()>({pair[1]}));')
+        cases.append("    }")
+    return cases
+
+
 def driver_source(plan: dict) -> str:
+    if plan["fixture"].endswith("vector_split.cu"):
+        src = _DRIVER % {"original": plan["original"], "fixed": plan["fixed"],
+                         "cases": "\n".join(_vector_cases()), "runs": RUNS,
+                         "warmup": WARMUP}
+        return src.replace("#include <vector>", "#include <vector>\n#include <functional>")
     cases = []
     for name, (args, grid, block, atomic) in CASES.items():
         launch = "[&]() {{ {ns}::{name}<<<{grid}, {block}>>>({args}); }}"
@@ -166,12 +210,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plan", action="store_true", help="write the plan (needs cudalint)")
     ap.add_argument("--compile-only", action="store_true")
     ap.add_argument("--out", help="folder for timing.json")
+    ap.add_argument("--fixture", choices=("aliasing", "vector"), default="aliasing")
     args = ap.parse_args(argv)
+    vector = args.fixture == "vector"
+    plan_path = VECTOR_PLAN if vector else PLAN
     if args.plan:
-        PLAN.write_text(json.dumps(make_plan(), indent=1) + "\n")
-        print(f"wrote {PLAN.relative_to(ROOT)}")
+        plan_path.write_text(json.dumps(
+            make_plan(VECTOR_FIXTURE if vector else FIXTURE), indent=1) + "\n")
+        print(f"wrote {plan_path.relative_to(ROOT)}")
         return 0
-    plan = json.loads(PLAN.read_text())
+    plan = json.loads(plan_path.read_text())
     with tempfile.TemporaryDirectory() as tmp:
         exe = build(Path(tmp), plan)
         if args.compile_only:
@@ -185,11 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
     result = {"device": rows[0]["device"], "nvcc": nvcc.strip().splitlines()[-1],
-              "runs": RUNS, "warmup": WARMUP, "n": 1 << 24, "fixture": plan["fixture"],
-              "kernels": rows[1:]}
+              "runs": RUNS, "warmup": WARMUP, "n": list(VECTOR_SIZES) if vector else 1 << 24,
+              "fixture": plan["fixture"], "kernels": rows[1:]}
     out = Path(args.out or os.environ.get("OUT", "."))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "timing.json").write_text(json.dumps(result, indent=1) + "\n")
+    name = "vector_timing.json" if vector else "timing.json"
+    (out / name).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
     return 0
 

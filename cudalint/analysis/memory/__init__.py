@@ -23,3 +23,7 @@
 - ``local_index``: local arrays indexed by run-time values, which ptxas places in local
   memory (CL204).
 """
+- ``alias_effects``: the memory instructions a missing ``__restrict__`` makes a kernel
+  execute: loads repeated after a store that may alias them, stores kept in a loop
+  (CL203); with ``vector_split``: field loads of one vector element (``float2``,
+  ``float4``, ...) that such a store splits into several loads.

@@ -16,9 +16,22 @@ in fixtures/CL203/counts.json):
   through another pointer parameter: ``for (j) o[i] += w[j] * x[j];`` stores ``o[i]`` on
   every iteration; with ``o`` ``__restrict__`` (or every loaded pointer
   ``__restrict__``) once, after the loop.
+* **split vector loads**: fields of one element of a vector-typed read pointer
+  (``float2``/``float4``/``int2``/``int4``/``double2``/..., or a struct the unit declares
+  ``__align__(8|16)`` with fields of one 4- or 8-byte type) loaded around stores through
+  another pointer that may alias them: ``o[i].x = a[i].y; o[i].y = a[i].x;`` loads
+  ``a[i]`` with 2 loads of 4 bytes; with ``a`` ``const __restrict__`` with one 8-byte
+  load. The count follows what nvcc's load/store vectorizer does (measured; the rules
+  are in ``vector_split``): a store through a pointer to the *same* struct type blocks
+  only the field it writes (a ``float2`` store and a ``float4`` load, or an ``int2`` and
+  a ``float2``, may alias); loads join the vector started by the first load unless such
+  a store comes between; each vector is at most 16 bytes and starts aligned to its size.
+  Loads with a barrier, an atomic or a call between them are merged by neither build.
 
 Only shapes the analysis can follow are reported: both loads in statements of one block
-with no assignment to what the address names in between; a store reached on every
+with no assignment to what the address names in between (for split vector loads: no
+control flow between the first and the last load either, since the vectorizer works
+inside one basic block); a store reached on every
 iteration whose address nothing in the loop changes, in a loop without calls other than
 math. ``thread_dependent`` says whether a load's address can differ between the lanes of
 a warp (warp-uniform loads are never reported: issue 20).
@@ -35,6 +48,7 @@ from tree_sitter import Node
 
 from cudalint.analysis.memory.pointer_access import (_BY_VALUE_PREFIX, _MATH, ParamAccess,
                                                      PointerAccess)
+from cudalint.analysis.memory.vector_split import SplitLoad, split_load
 from cudalint.model.consteval import eval_int
 from cudalint.parse import captures, text
 
@@ -96,6 +110,7 @@ class KeptStore:
 class KernelEffects:
     reloads: dict[str, Reload] = field(default_factory=dict)       # by read pointer
     kept_stores: dict[str, KeptStore] = field(default_factory=dict)  # by written pointer
+    split_loads: dict[str, SplitLoad] = field(default_factory=dict)  # by read pointer
 
 
 class AliasEffects:
@@ -192,6 +207,10 @@ class _Kernel:
                 if i < len(sites) and sites[i] < end:
                     return True
         return False
+
+    def names_in(self, n: Node) -> set[str]:
+        """Names of the values ``n`` reads (what an address depends on)."""
+        return {text(i) for i in _identifiers(n)}
 
     def thread_dependent(self, n: Node, seen: frozenset[str] = frozenset()) -> bool:
         """Can the value of ``n`` differ between lanes of a warp? Kernel parameters,
@@ -295,6 +314,10 @@ class _Kernel:
                 r = self.reload(acc)
                 if r is not None:
                     out.reloads[name] = r
+                else:
+                    split = split_load(self, acc)
+                    if split is not None:
+                        out.split_loads[name] = split
             elif acc.status == "written" and not acc.param.restrict:
                 k = self.kept_store(acc)
                 if k is not None:
