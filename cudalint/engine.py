@@ -231,7 +231,8 @@ def _to_diagnostic(rule: type[Rule], f: Finding, unit: Unit | None, file: Source
     fix = _map_fix(f.fix, unit) if f.fix is not None and not f.in_file else None
     if fix is not None:
         fix = Fix(_described(fix.message, unit), fix.edits, fix.applicability)
-    d = Diagnostic(code=rule.code, name=rule.name, message=_described(f.message, unit),
+    d = Diagnostic(code=rule.code, name=rule.name,
+                   message=_described(f.message, unit, None if f.in_file else f.start),
                    severity=f.severity or settings.severity_of(rule.code, rule.severity),
                    filename=file.path, row=row, column=col, end_row=end_row,
                    end_column=end_col, start_offset=start, end_offset=end, fix=fix,
@@ -242,11 +243,15 @@ def _to_diagnostic(rule: type[Rule], f: Finding, unit: Unit | None, file: Source
     return d
 
 
-def _described(message: str, unit: Unit | None) -> str:
+def _described(message: str, unit: Unit | None, start: int | None = None) -> str:
     """Messages never show the opaque identifiers of Python templates: each is replaced
-    by the placeholder it stands for (sources/python/units.describe_opaque)."""
+    by the placeholder it stands for (sources/python/units.describe_opaque). A finding
+    in text the Python read from a file of its package is reported at the call and
+    says where it is in that file (Unit.file_note)."""
     emb = getattr(unit, "embedded", None) if unit is not None else None
-    return describe_opaque(message, getattr(emb, "opaque", None))
+    message = describe_opaque(message, getattr(emb, "opaque", None))
+    note = unit.file_note(start) if unit is not None and start is not None else None
+    return f"{message} ({note})" if note else message
 
 
 def _map_fix(fix: Fix, unit: Unit | None) -> Fix | None:

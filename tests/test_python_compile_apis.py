@@ -103,6 +103,23 @@ def test_a_changed_wrapper_module_is_read_again(tmp_path, monkeypatch, capsys):
     assert findings() == 0
 
 
+def test_a_file_of_the_package_is_read_and_its_findings_name_their_place():
+    """A kernel file read from the module's own package (a path built from __file__,
+    lines joined with "\n" as cupy's _pba_2d does): the call is read, the finding is at
+    the call and names the line and column in the file; a path relative to the working
+    directory is not read."""
+    path = FIXTURES / "CL104" / "python_file_read.py"
+    [d] = _lint(path, ["CL104"]).diagnostics
+    assert (d.row, d.column) == (19, 10)
+    assert d.message.endswith("(in `kernel_lib/shift_kernels.h` at line 3, column 22, "
+                              "read by this call)")
+    ex = extract_python_units(path.read_text(encoding="utf-8"), str(path))
+    assert [u.reason for u in ex.unread] == ["read from a file at run time"]
+    from cudalint.sources.python.modules import python_deps
+    _, deps = python_deps(path, path.read_text(encoding="utf-8"))
+    assert [p.rsplit("/", 1)[-1] for p, _ in deps] == ["shift_kernels.h"]
+
+
 def test_file_read_is_listed_as_unread():
     path = FIXTURES / "CL104" / "python_forms.py"
     ex = extract_python_units(path.read_text(encoding="utf-8"), str(path))

@@ -211,9 +211,31 @@ class Unit:
         return cmap[start], cmap[end - 1] + 1, replacement
 
     def file_span(self, start_byte: int, end_byte: int) -> tuple[int, int]:
+        emb = self.embedded
+        if emb is not None and getattr(emb, "files", None) and \
+                self.file_note(start_byte) is not None:
+            return emb.call_start, emb.call_end     # text read from a file: at the call
         start = self.file_offset(start_byte)
         end = self.file_offset(end_byte, end=True) if end_byte > start_byte else start
         return start, max(start, end)
+
+    def file_note(self, start_byte: int) -> str | None:
+        """For a character of an embedded kernel that the Python read from a file of its
+        package (sources/python/files.py): where it is in that file, as messages say
+        it; None for any other character."""
+        emb = self.embedded
+        if emb is None or not getattr(emb, "files", None):
+            return None
+        from cudalint.sources.python.files import place_in_file
+        got = place_in_file(emb.files, self.char_offset(start_byte))
+        if got is None:
+            return None
+        path, row, col = got
+        try:
+            shown = os.path.relpath(path, os.path.dirname(os.path.abspath(self.file.path)))
+        except ValueError:
+            shown = path
+        return f"in `{shown}` at line {row}, column {col}, read by this call"
 
     @property
     def label(self) -> str:

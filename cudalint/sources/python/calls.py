@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from cudalint.sources.python import apis as A
 from cudalint.sources.python.apis import BUILTIN, CompileApi
+from cudalint.sources.python.files import segments
 from cudalint.sources.python.launches import LaunchReader
 from cudalint.sources.python.mapping import MStr
 from cudalint.sources.python.resolve import Extractor, Scope
@@ -83,7 +84,7 @@ class Collector(LaunchReader, Snippets):
                     any(isinstance(st, (ast.ClassDef, ast.FunctionDef)) and st.name == last
                         for st in tree.body):
                 self.local.setdefault(last, a)
-        self.ex = Extractor(text)
+        self.ex = Extractor(text, filename)
         self.text = text
         self.tree = tree
         self.result = result
@@ -115,6 +116,7 @@ class Collector(LaunchReader, Snippets):
         self.calls.sort(key=lambda c: (c[0].lineno, c[0].col_offset))
         for call, api, scope in self.calls:
             self.ex.why, self.ex.params_hit, self.ex.steps = None, False, 0
+            self.ex.file_reads = []
             self.ex.branch_hit = None
             try:
                 if id(call) in self.derived:
@@ -382,7 +384,7 @@ class Collector(LaunchReader, Snippets):
             owner = owner.parent
         out: list[EmbeddedKernel] = []
         for value_scope, value in alts:
-            if not isinstance(value, ast.expr) or len(out) >= MAX_BRANCHES:
+            if not isinstance(value, (ast.expr, list)) or len(out) >= MAX_BRANCHES:
                 return []
             self.ex.why, self.ex.branch_hit = None, None
             with self.ex.binding(owner, {hit[1]: (value, value_scope)}):
@@ -414,7 +416,8 @@ class Collector(LaunchReader, Snippets):
                            pieces=sorted(set(text.pieces)),
                            name_expressions=self.name_expressions(call, api, scope),
                            opaque={t: o for t, o in ex.opaque.origins.items()
-                                   if t in text.text})
+                                   if t in text.text},
+                           files=segments(text.text, ex.file_reads))
         if api.launch == A.LIBRARY_LAUNCH and api.block:
             k.launches.append(PyLaunch(kernel=None, block=(api.block,), grid=None,
                                        shared_mem=None, start=cs, end=ce))

@@ -144,6 +144,13 @@ class Flow:
             b = self.sequence(expr.right, scope, depth + 1) if a is not None else None
             return a + b if a is not None and b is not None else None
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and \
+                expr.func.id == "enumerate" and len(expr.args) == 1 and not expr.keywords:
+            items = self.sequence(expr.args[0], scope, depth + 1)
+            if items is None:
+                return None
+            return [(ast.Tuple([ast.Constant(i), e], ast.Load()), s)
+                    for i, (e, s) in enumerate(items)]
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and \
                 expr.func.id == "range" and 1 <= len(expr.args) <= 3 and not expr.keywords:
             bounds = [self.const(a, scope, depth + 1) for a in expr.args]
             if all(isinstance(b, int) for b in bounds) and (len(bounds) < 3 or bounds[2]):
@@ -335,7 +342,6 @@ class Flow:
                 continue
             keywords += [ast.keyword(arg=n, value=v) for n, v in pairs if n not in stored]
         return ast.Call(func=call.func, args=call.args, keywords=keywords)
-
 
     # -- string.Template ----------------------------------------------------------------
 

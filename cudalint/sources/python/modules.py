@@ -164,9 +164,12 @@ def wrapper_modules(importer: str, text: str, words: tuple[str, ...]
 def python_deps(path: Path, text: str) -> tuple[str, tuple]:
     """(digest, deps) for the result cache: the bytes and stat signatures of the
     project modules the file imports names from (a wrapper there may change what the
-    file compiles); ("", ()) when it imports none."""
+    file compiles) and of the files it may read as CUDA (files.py); ("", ()) when
+    there is none."""
     from cudalint.sources.signature import file_sig
-    files = sorted({str(w) for w, _ in imported_from_project(str(path), text).values()})
+    from cudalint.sources.python.files import read_files_deps
+    files = sorted({str(w) for w, _ in imported_from_project(str(path), text).values()}
+                   | set(read_files_deps(path, text)))
     if not files:
         return "", ()
     h = hashlib.sha256()

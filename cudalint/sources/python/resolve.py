@@ -16,13 +16,15 @@ import ast
 import re
 from contextlib import contextmanager
 
+from cudalint.sources.python.files import FileReads
 from cudalint.sources.python.flow import Flow, expression_origin
 from cudalint.sources.python.mapping import MStr, Scanner, format_field_end
 from cudalint.sources.python.scopes import Binding, Scope
 from cudalint.sources.python.units import OPAQUE_PREFIX
 
 _DEDENT = {"textwrap.dedent"}
-# source text read from a file when the program runs (issue 21 leaves these unread)
+# source text read from a file when the program runs (read when the path is built from
+# __file__: files.py; otherwise unread)
 _READERS = {"open", "io.open", "pkgutil.get_data", "codecs.open"}
 _READ_METHODS = {"read", "read_text", "read_bytes", "readlines"}
 
@@ -55,9 +57,11 @@ class _Opaque:
 # the extractor
 
 
-class Extractor(Flow):
-    def __init__(self, text: str):
+class Extractor(Flow, FileReads):
+    def __init__(self, text: str, filename: str = ""):
         self.text = text
+        self.filename = filename
+        self.file_reads: list[tuple[str, str, list[int], str]] = []   # files.py
         self.scanner = Scanner(text)
         self.opaque = _Opaque()
         self.aliases: dict[str, str] = {}
@@ -147,6 +151,8 @@ class Extractor(Flow):
                 b.line < line for b in scope.bindings.get(name, ()))
             got = self.bound.get((id(scope), name)) if not rebound else None
             if got is not None:
+                if isinstance(got[0], list):     # a += chain pinned to one branch
+                    return got[1], got[0]
                 return got[1], [Binding(0, got[0], False, True)]
             if name in scope.params and not rebound:
                 self.params_hit = True
@@ -199,6 +205,9 @@ class Extractor(Flow):
             binds = scope.bindings.get(name)
             if binds:
                 cands = [b for b in binds if b.line < line]
+                if cands and any(b.aug for b in cands):
+                    chains = _branch_chains(scope.node, cands)
+                    return [(scope, c) for c in chains] if chains else None
                 if not cands or any(b.aug or b.value is None or b.loop or b.looped
                                     for b in cands):
                     return None
@@ -289,6 +298,9 @@ class Extractor(Flow):
             return dedent(inner) if inner is not None else None
         if qual in _READERS or (isinstance(fn, ast.Name) and fn.id == "open") or (
                 isinstance(fn, ast.Attribute) and fn.attr in _READ_METHODS):
+            got = self.file_value(expr, scope)      # a file of the package (files.py)
+            if got is not None:
+                return got
             self.fail("read from a file at run time")
             return None
         if isinstance(fn, ast.Attribute):
@@ -315,6 +327,10 @@ class Extractor(Flow):
                 return self.format(template, expr, scope, depth)
             if fn.attr == "join" and len(expr.args) == 1 and not expr.keywords:
                 sep = self.string(fn.value, scope, depth + 1)
+                lines = self.file_lines_joined(sep, expr.args[0], scope) \
+                    if sep is not None else None
+                if lines is not None:
+                    return lines
                 parts = self.strings(expr.args[0], scope, depth + 1) \
                     if sep is not None else None
                 if parts is None:
@@ -590,6 +606,34 @@ class Extractor(Flow):
             except (TypeError, ValueError, OverflowError):
                 out = out + self.opaque.token(m.group(0))
         return out + template.slice(pos, len(t))
+
+
+def _branch_chains(node: ast.AST, cands: list[Binding]) -> list[list[Binding]] | None:
+    """A name built with ``+=`` where some parts are appended in the two branches of
+    one ``if``/``else`` of the body (``code = ...; if c: code += a else: code += b;
+    code += ...``): the chain of bindings each branch gives, or None for any other
+    shape (an ``elif``, a plain assignment in a branch, parts in a loop body)."""
+    plain = [k for k, b in enumerate(cands) if not b.aug]
+    if not plain or not cands[plain[-1]].direct or cands[plain[-1]].value is None:
+        return None
+    first, rest = cands[plain[-1]], cands[plain[-1] + 1:]
+    nested = [b for b in rest if not b.direct and b.loop is None]
+    if not nested or any(b.looped for b in nested):
+        return None
+    ifs = [st for st in getattr(node, "body", []) if isinstance(st, ast.If)
+           and st.lineno <= nested[0].line <= (st.end_lineno or st.lineno)]
+    if len(ifs) != 1:
+        return None
+    branch = ifs[0]
+    if any(b.block not in (id(branch.body), id(branch.orelse)) for b in nested):
+        return None
+    around = [b for b in rest if b not in nested]
+    pre = [b for b in around if b.line < branch.lineno]
+    post = [b for b in around if b.line > (branch.end_lineno or branch.lineno)]
+    if len(pre) + len(post) != len(around):
+        return None
+    return [[first, *pre, *[b for b in nested if b.block == id(part)], *post]
+            for part in (branch.body, branch.orelse)]
 
 
 def _one_block(binds: list[Binding], cands: list[Binding], line: int

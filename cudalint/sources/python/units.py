@@ -72,6 +72,10 @@ class EmbeddedKernel:
     name_expressions: list[str] = field(default_factory=list)   # RawModule instantiations
     # opaque identifier in ``text`` -> the placeholder or expression it stands for
     opaque: dict[str, str] = field(default_factory=dict)
+    # stretches of ``text`` read from a file of the package (files.py): (start, end,
+    # path, the file offset of each character (-1: a separator the program adds), the
+    # file's text)
+    files: list[tuple[int, int, str, list[int], str]] = field(default_factory=list)
 
     def map_offset(self, i: int) -> int:
         if 0 <= i < len(self.char_map):
