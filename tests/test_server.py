@@ -401,6 +401,22 @@ async def test_py_one_line_string_gets_a_python_comment(client: LanguageClient):
 
 
 @pytest.mark.asyncio
+async def test_unread_compile_call_is_a_hint_at_the_call(client: LanguageClient):
+    """Issue 21: a compile call whose CUDA was not analysed is shown where it is, as a
+    hint with the reason (the CLI lists them with --show-unread)."""
+    text = ("import cupy as cp\n"
+            "with open('k.cu') as f:\n"
+            "    k = cp.RawKernel(f.read(), 'k')\n")
+    doc = Doc(client, "unread.py", text, "python")
+    [d] = await doc.diagnostics()
+    assert d.severity == types.DiagnosticSeverity.Hint and d.code is None
+    assert d.range.start == types.Position(2, 8) and d.range.end == types.Position(2, 35)
+    assert d.message == ("`cupy.RawKernel` call not analysed: read from a file at run "
+                         "time")
+    assert [a for a in await doc.actions(d.range) if "Disable" in a.title] == []
+
+
+@pytest.mark.asyncio
 async def test_pull_diagnostics(pull_client: LanguageClient):
     doc = Doc(pull_client, "a.cu", CU, "cuda-cpp")
     params = types.DocumentDiagnosticParams(

@@ -97,3 +97,16 @@ def to_lsp(d: Diagnostic, index: LineIndex) -> lsp.Diagnostic:
         tags=tags,
         data=data,
     )
+
+
+def unread_hint(unread: tuple[int, int, str], index: LineIndex) -> lsp.Diagnostic:
+    """A compile call in Python whose CUDA was not analysed (FileResult.unread: 1-based
+    row and column, the message): a hint from the call to the end of its line, so that
+    nothing is unread in silence in the editor either (the CLI lists them with
+    ``--show-unread``)."""
+    row, column, message = unread
+    line = max(0, min(row - 1, len(index.starts) - 1))
+    start = min(index.starts[line] + max(column - 1, 0), index.ends[line])
+    return lsp.Diagnostic(range=index.range(start, index.ends[line]),
+                          severity=lsp.DiagnosticSeverity.Hint, source=SOURCE,
+                          message=message, data={"name": "unread"})

@@ -17,7 +17,7 @@ from pygls.uris import to_fs_path
 from cudalint.config import ConfigError, ConfigResolver, Settings
 from cudalint.engine import FileResult
 from cudalint.server.options import parse_options
-from cudalint.server.positions import LineIndex, to_lsp
+from cudalint.server.positions import LineIndex, to_lsp, unread_hint
 from cudalint.server.worker import WorkerFailure, _failure_diagnostic, _job_lint
 from cudalint.sources.base import file_kind
 
@@ -188,5 +188,6 @@ class DocumentState:
             if result is None:
                 return None        # the text changed while waiting: a newer run follows
         index = LineIndex(text, self._encoding())
-        items = [to_lsp(d, index) for d in result.visible]
+        items = [to_lsp(d, index) for d in result.visible] + \
+            [unread_hint(u, index) for u in result.unread]
         return Analysis(key, text, kind, result, items, index, failed=failed)
