@@ -168,3 +168,19 @@ def test_sass_parsing_reads_constant_forms():
     assert not truth.is_read_only_path("LDG.E")
     assert not truth.is_read_only_path("LDG.E.STRONG.SYS")
     assert not truth.is_read_only_path("LDC.64")
+
+
+@needs_tools
+def test_split_vector_load_counts_hold_on_random_kernels(tmp_path):
+    # tools/gputruth/vector_split_fuzz.py: random orders of field loads and stores,
+    # compared with nvcc's PTX as written and with __restrict__
+    spec = importlib.util.spec_from_file_location(
+        "vector_split_fuzz", ROOT / "tools" / "gputruth" / "vector_split_fuzz.py")
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    got = fuzz.run_seed(11, 100, tmp_path)
+    assert got["wrong"] == 0, got["wrong_cases"]
+    assert got["split_load_right"] >= 25 and got["missed"] <= 15, got
+    recorded = json.loads((ROOT / "fixtures" / "CL203" / "vector_fuzz.json").read_text())
+    assert sum(s["wrong"] for s in recorded["seeds"]) == 0
+    assert sum(s["split_load_right"] for s in recorded["seeds"]) >= 600

@@ -97,7 +97,12 @@ class ReadOnlyMissingRestrict(Rule):
     `fixtures/CL203/vector_timing.json`), the 10 fixed kernels ran 1.14x to 1.17x
     faster on 2^24 elements (streamed from DRAM; 2.05x for the `float4` unpacked to a
     `float*`) and 1.02x to 1.29x on 2^18 (resident in L2; 1.59x unpacked), with the
-    same output.
+    same output. On 1,600 random kernels of field loads and stores
+    (`tools/gputruth/vector_split_fuzz.py`, nvcc's PTX as written and with
+    `__restrict__`, `fixtures/CL203/vector_fuzz.json`) all 676 split-load findings
+    state the loads and widths nvcc emits in both builds; 124 kernels where
+    `__restrict__` removes loads are not reported (fields with a gap between them, and
+    load orders for which nvcc's pairing is not predicted with certainty).
 
     ## Example
     ```cuda
