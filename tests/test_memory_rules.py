@@ -643,7 +643,18 @@ def test_pointer_bumped_in_place():
                                 "ix[k] = (int)a[0]; }") if a.region == "a"]
     assert not [a for a in _one("if (n > 2) a += threadIdx.x; ix[0] = (int)a[0];")
                 if a.region == "a"]
-    assert not [a for a in _one("a = a + threadIdx.x; ix[0] = (int)a[0];")
+    # the bump written as an assignment from itself (issue 20): as `a += ...`
+    (acc,) = [a for a in _one("a = a + threadIdx.x * 3; ix[0] = (int)a[1];")
+              if a.region == "a"]
+    assert acc.lane_stride_bytes() == 12 and acc.groups[0][0] == 4
+    (acc,) = [a for a in _one("a = threadIdx.x * 2 + a; ix[0] = (int)a[0];")
+              if a.region == "a"]
+    assert acc.lane_stride_bytes() == 8
+    # from another pointer, or an integer from itself: not followed
+    assert not [a for a in _one("a = b + threadIdx.x; ix[0] = (int)a[0];",
+                                params="float* a, float* b, int* ix, int n")
+                if a.region == "a"]
+    assert not [a for a in _one("int j = threadIdx.x; j = j + 1; ix[0] = (int)a[3 * j];")
                 if a.region == "a"]
 
 

@@ -1,5 +1,6 @@
 from cudalint.analysis.memory.figures import (SECTOR, block_line_metrics, coalescing_figures,
                                               sectors, surely_below)
+from cudalint.analysis.memory.hot_path import HotPath
 from cudalint.analysis.memory.lane_values import PARAM_SAMPLES
 from cudalint.analysis.memory.lanes import LaneAnalysis
 from cudalint.analysis.memory.loops import hot, whole_record_loop
@@ -36,9 +37,10 @@ class UncoalescedGlobalAccess(Rule):
     block of 256 and of 32 threads; accesses whose figures and lane stride agree are
     reported "for any 1-D block of 32 or more threads" (`block_source` `any-1d`,
     `block` null): every such block has the same first warp. Otherwise silent. Pointers
-    bumped in place before an access (`p += i * 3; x = p[0];`, in no loop and on the
-    access's path) and loop counters declared before their loop (`int j; for (j = 0;
-    ...)`) are followed; `dim3 threads(THREADS);` gives the block shape.
+    bumped in place before an access (`p += i * 3; x = p[0];`, or `p = p + i * 3;`, in
+    no loop and on the access's path) and loop counters declared before their loop
+    (`int j; for (j = 0; ...)`) are followed; `dim3 threads(THREADS);` gives the block
+    shape.
 
     The figure is exact, or, when it depends on values the kernel receives (an offset,
     a pitch), a sure lower bound: the lanes whose distances to each other do not depend
@@ -120,6 +122,34 @@ class UncoalescedGlobalAccess(Rule):
     against 3130 GB/s for SoA. `report_whole_records` (tests, not a user setting)
     reports them all.
 
+    (Revised 2026-11-24, issue 20: the hot path) An access is not a default finding
+    when fewer loops with a run-time trip count enclose it than enclose some global
+    memory access of the same kernel, or of a device function of the file that the
+    kernel calls (the call's loops plus the callee's own): it runs O(1) times per
+    thread while the kernel does O(n) work per thread elsewhere (pytorch3d's
+    rasterizers write each pixel's K-record once, after a loop over every face whose
+    loads are in a device function). A loop counts as run-time unless its trip count
+    is a constant or its counter indexes a per-thread array of constant size (`for (k =
+    0; k < q_size; ++k) ... q[k]` with `Pixel q[150]`); a `for` initializer runs once,
+    outside its loop. Measured on an H100 (`tools/gputruth/hot_path.py`,
+    `fixtures/CL201/hot_path.json`; 2^20 threads, each scanning n items with global
+    loads and about 20 flops, CUDA events median of 15, ncu): writing a 3- or 8-float
+    record array-of-structs (12 and 32 sectors per request, as the rule computes)
+    instead of structure-of-arrays changed the kernel's time by -0.3% to +0.5% for a
+    run-time n of 64, 256, 1024 and 4096 (0.103 to 11.0 ms), and by at most 0.2% for a
+    constant n of 64 to 1024: nowhere near 5%, so a run-time loop is taken as long
+    enough. The same kernels with a constant n stay under the constant-loop weighting
+    above. An 8-float record a thread writes whole across an unrolled loop (`for (r =
+    0; r < 8; ++r) out[i * 8 + r] = best[r];`) is a record written whole once, like one
+    read whole. A record walked inside the loop that does the work stays reported:
+    a pixel's K = 8 records read in a loop that gathers 9 floats per face and ends in
+    9 atomics ran 12.5% slower as rows than as k-major columns (1.159 vs 1.014 ms;
+    all three per-pixel arrays converted), so the hand triage's guess for
+    rasterize_meshes.cu:489 ("a small share of the loop") did not hold. The figure of
+    an access off the hot path stays in the metrics of the opt-in path
+    (`report_whole_records`): `off_hot_path` with `work_loop_line`, `work_in` (the
+    device function, or null) and `work_runtime_loops`.
+
     Sibling accesses are reported once. Array-of-structs code touches a thread's record
     field by field (`out[2*i] = p.x; out[2*i+1] = p.y;`, `v[3*i]`, `v[3*i+1]`,
     `v[3*i+2]`): every scalar access is uncoalesced (and measured so), but they are one
@@ -200,24 +230,31 @@ class UncoalescedGlobalAccess(Rule):
             flagged.append((access, fig.get("stride_bytes", fig.get("x_stride_bytes")), fig))
         # figures stay per access (the GPU measures each one); the fields of one record
         # accessed one after another are reported once, at the first of them
+        hot_path = ctx.analysis(HotPath) if flagged else None
         for group in group_siblings(ctx, flagged):
             if not self.report_whole_records and (
                     not any(hot(a) for a in group.members)
-                    or _direction(group.first) == "load" and whole_record_loop(
+                    or _direction(group.first) in ("load", "store") and whole_record_loop(
                         group.first, max(group.offsets) - min(group.offsets) + group.first.width,
                         max_record=SHORT_RECORD_BYTES) is not None):
-                continue                # outside the hottest loop, or a record read whole
+                continue                # outside the hottest loop, or a record used whole
             waste = _wasted_traffic(ctx, group, facts.accesses)
             if waste is None and not self.report_whole_records:
                 continue
-            yield self._finding(ctx, group, waste)
+            # run once per thread while the kernel loops over a run-time count elsewhere
+            cold = [hot_path.off_path(a) for a in group.members]
+            work = cold[0] if all(cold) else None
+            if work is not None and not self.report_whole_records:
+                continue
+            yield self._finding(ctx, group, waste, work)
 
     # every uncoalesced access, also records read whole once and accesses outside the
     # hottest loop (tests of the figures and of sibling grouping; not a user setting)
     report_whole_records = False
 
 
-    def _finding(self, ctx, group: SiblingGroup, waste: dict | None) -> Finding:
+    def _finding(self, ctx, group: SiblingGroup, waste: dict | None,
+                 work=None) -> Finding:
         access, fig = group.first, group.payload[0]
         stride = fig.get("stride_bytes")
         if stride is not None:
@@ -284,7 +321,8 @@ class UncoalescedGlobalAccess(Rule):
                      "sibling_rows": [r for r in rows if r is not None],
                      **({"bound": {n: {"value": v, "line": row} for n, (v, row)
                                    in sorted(access.bound.items())}} if access.bound else {}),
-                     **({k: v for k, v in waste.items() if k != "text"} if waste else {})})
+                     **({k: v for k, v in waste.items() if k != "text"} if waste else {}),
+                     **(_work_metrics(ctx, work) if work is not None else {})})
 
 
 # measured on an H100 (fixtures/CL201/traffic.json, tools/gputruth/memory.py --traffic)
@@ -332,6 +370,19 @@ def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
                 "text": f"the kernel uses whole records, but the loop{at} reads them again "
                         f"on every pass ({_MEASURED_REREAD})"}
     return None
+
+
+def _work_metrics(ctx, work) -> dict:
+    """Where the kernel's per-thread work is, for an access off the hot path (reported
+    only with ``report_whole_records``): the innermost run-time loop around its deepest
+    global access, in the kernel or in a device function it calls."""
+    row = None
+    if work.loop is not None and work.callee is None and _mappable(ctx, work.loop):
+        row = ctx.unit.file.position(ctx.unit.file_offset(work.loop.start_byte))[0]
+    elif work.loop is not None and _mappable(ctx, work.loop):
+        row = ctx.unit.file.position(ctx.unit.file_offset(work.loop.start_byte))[0]
+    return {"off_hot_path": {"work_loop_line": row, "work_in": work.callee,
+                             "work_runtime_loops": work.runtime}}
 
 
 def _mappable(ctx, node) -> bool:

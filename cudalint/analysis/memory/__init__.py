@@ -13,17 +13,20 @@
   is one finding with one figure.
 - ``traffic``: whether the sectors an access fetches are used by the kernel's accesses
   through the same pointer, and loops that read whole records again (CL201's default).
+- ``hot_path``: accesses that run O(1) times per thread while the kernel, or a device
+  function it calls, loops over a run-time count around other global accesses (CL201's
+  default).
 - ``symbolic``: figures of an access whose lane stride is an unknown parameter times a
   constant, for every value of that parameter (CL201 by value).
 - ``pointer_access``: for each pointer parameter, its loads and stores, whether it may
   alias another, and what making it const requires (CL203).
 - ``param_edits``: the edits that make a pointer parameter ``const`` and ``__restrict__``.
+- ``alias_effects``: the memory instructions a missing ``__restrict__`` makes a kernel
+  execute: loads repeated after a store that may alias them, stores kept in a loop
+  (CL203); with ``vector_split``: field loads of one vector element (``float2``,
+  ``float4``, ...) that such a store splits into several loads.
 - ``names``: where a name is written in a body, found from the text (identifiers, their
   paths, whether a declaration declares them); read by pointer_access and local_index.
 - ``local_index``: local arrays indexed by run-time values, which ptxas places in local
   memory (CL204).
 """
-- ``alias_effects``: the memory instructions a missing ``__restrict__`` makes a kernel
-  execute: loads repeated after a store that may alias them, stores kept in a loop
-  (CL203); with ``vector_split``: field loads of one vector element (``float2``,
-  ``float4``, ...) that such a store splits into several loads.

@@ -26,6 +26,7 @@ from cudalint.analysis.memory.lane_values import (BLOCK_IDX_SAMPLES, COUNTER_SAM
 from cudalint.model.launch_shape import BlockShape
 from cudalint.model.types import VECTOR_COMPONENT as _VECTOR_COMPONENT, StructType, type_size
 from cudalint.parse import captures, text
+from cudalint.analysis.memory.names import self_bump
 
 if TYPE_CHECKING:
     from cudalint.context import UnitContext
@@ -328,6 +329,8 @@ class KernelLanes:
                     op = text(w.child_by_field_name("operator"))
                     if op in ("+=", "-="):
                         increments.append((w, 0))
+                    elif op == "=" and self_bump(w, name) is not None:
+                        increments.append((w, 2))    # p = p + e: pointers only (below)
                     elif op == "=" and init is None and len(writes) == 1 and \
                             _same_block(w, decl):
                         init = w.child_by_field_name("right")
@@ -349,6 +352,8 @@ class KernelLanes:
                 return value
             if isinstance(value, Ptr):
                 return value        # bumps in place: applied per use (_bumped)
+            if any(sign == 2 for _, sign in increments):
+                raise Opaque(use)   # an integer reassigned from itself: not followed
             total = list(value)
             for k, (w, sign) in enumerate(increments):
                 if sign:
@@ -494,6 +499,8 @@ class KernelLanes:
             elif w.type == "assignment_expression" and \
                     text(w.child_by_field_name("operator")) in ("+=", "-="):
                 step = None
+            elif w.type == "assignment_expression" and self_bump(w, name) is not None:
+                step = None                     # p = p + e, p = e + p, p = p - e
             elif assigned_once and w.type == "assignment_expression" and \
                     text(w.child_by_field_name("operator")) == "=":
                 continue                        # the value ptr already is
@@ -512,9 +519,15 @@ class KernelLanes:
             if not block.start_byte <= use.start_byte < block.end_byte:
                 raise Opaque(use)               # on another path
             if step is None:
-                step = self.int_value(w.child_by_field_name("right"))
-                if text(w.child_by_field_name("operator")) == "-=":
-                    step = tuple(map(neg, step))
+                bump = self_bump(w, name)
+                if bump is not None:
+                    step = self.int_value(bump[0])
+                    if bump[1] < 0:
+                        step = tuple(map(neg, step))
+                else:
+                    step = self.int_value(w.child_by_field_name("right"))
+                    if text(w.child_by_field_name("operator")) == "-=":
+                        step = tuple(map(neg, step))
             if size is None:
                 size = self._elem_size(ptr, use)
             offset = _plus_scaled(offset, step, size)

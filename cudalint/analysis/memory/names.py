@@ -15,7 +15,7 @@ from typing import Callable, Iterator
 
 from tree_sitter import Node
 
-from cudalint.parse import captures
+from cudalint.parse import captures, text
 
 _DECLARATOR_TYPES = frozenset({"pointer_declarator", "reference_declarator",
                                "array_declarator", "init_declarator", "declaration",
@@ -181,3 +181,25 @@ def _enclosing_declaration(ident: Node, parent_of: "Callable[[Node], Node | None
     while cur is not None and cur.type in _DECLARATOR_TYPES - {"declaration"}:
         cur = parent_of(cur)
     return cur if cur is not None and cur.type in ("declaration", "for_range_loop") else None
+
+
+def self_bump(write: Node, name: str) -> tuple[Node, int] | None:
+    """``p = p + e``, ``p = e + p`` (``(e, 1)``) or ``p = p - e`` (``(e, -1)``): the
+    pointer moved by ``e`` elements, as ``p += e`` moves it; None for anything else."""
+    if text(write.child_by_field_name("operator")) != "=" or \
+            text(write.child_by_field_name("left")) != name:
+        return None
+    right = write.child_by_field_name("right")
+    while right is not None and right.type == "parenthesized_expression" and \
+            right.named_child_count == 1:
+        right = right.named_children[0]
+    if right is None or right.type != "binary_expression":
+        return None
+    op = text(right.child_by_field_name("operator"))
+    left, other = right.child_by_field_name("left"), right.child_by_field_name("right")
+    if op in ("+", "-") and left is not None and left.type == "identifier" and \
+            text(left) == name:
+        return other, 1 if op == "+" else -1
+    if op == "+" and other is not None and other.type == "identifier" and text(other) == name:
+        return left, 1
+    return None
