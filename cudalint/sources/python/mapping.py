@@ -67,6 +67,11 @@ class MStr:
 _ESCAPES = {"\\": "\\", "'": "'", '"': '"', "a": "\a", "b": "\b", "f": "\f", "n": "\n",
             "r": "\r", "t": "\t", "v": "\v"}
 _PREFIX_RE = re.compile(r"[A-Za-z]{0,3}(?=['\"])")
+# runs of characters the scanners below pass over one at a time to no effect: skipped
+# as a whole (the character loops were most of the time of reading a kernel string)
+_LITERAL_RUN = {(False, "'"): re.compile(r"[^\\']*"), (False, '"'): re.compile(r'[^\\"]*'),
+                (True, "'"): re.compile(r"[^\\{}'\"]*"), (True, '"'): re.compile(r"[^\\{}'\"]*")}
+_PLAIN_RUN = {False: re.compile(r"[^\r\\]+"), True: re.compile(r"[^\r\\{}]+")}
 
 
 class Scanner:
@@ -105,8 +110,10 @@ class Scanner:
             j = body
             raw = "r" in prefix
             fstr = "f" in prefix
+            run = _LITERAL_RUN[fstr, quote[0]]
             depth = 0
             while True:
+                j = run.match(src, j).end()
                 if j >= len(src):
                     raise ValueError("unterminated literal")
                 c = src[j]
@@ -145,8 +152,15 @@ class Scanner:
         mp: list[int] = []
         vb = bytearray()
         piece = (lit[0], lit[1], raw, quote)
+        plain = _PLAIN_RUN[fstr]
         i = a
         while i < b:
+            m = plain.match(src, i, b)
+            if m is not None:
+                j = m.end()
+                out.append(src[i:j]); mp.extend(range(i, j)); vb.extend(b"\x01" * (j - i))
+                i = j
+                continue
             c = src[i]
             if c == "\r":
                 # the tokenizer reads \r\n and \r as \n

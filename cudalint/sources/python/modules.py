@@ -51,6 +51,12 @@ def module_file(importer: str, module: str, level: int) -> Path | None:
         base = Path(importer).resolve().parent
     except (OSError, RuntimeError, ValueError):
         return None
+    return _module_file_from(base, module, level)
+
+
+def _module_file_from(base: Path, module: str, level: int) -> Path | None:
+    """:func:`module_file` for an importer in the folder ``base`` (resolved). Every
+    ``from`` import of every Python file asks: the candidates are tested as strings."""
     parts = [p for p in module.split(".") if p]
     if level:
         for _ in range(level - 1):
@@ -61,11 +67,11 @@ def module_file(importer: str, module: str, level: int) -> Path | None:
             return None
         folders = [base, *list(base.parents)[:MAX_PARENTS]]
     for folder in folders:
-        stem = folder.joinpath(*parts) if parts else folder
-        for candidate in (stem.with_suffix(".py") if parts else None,
-                          stem / "__init__.py"):
-            if candidate is not None and candidate.is_file():
-                return candidate
+        stem = os.path.join(folder, *parts)
+        for candidate in (stem + ".py" if parts else None,
+                          os.path.join(stem, "__init__.py")):
+            if candidate is not None and os.path.isfile(candidate):
+                return Path(candidate)
     return None
 
 
@@ -110,12 +116,30 @@ def _load(path: str, mtime_ns: int, size: int) -> Module | None:
     return mod
 
 
-def load(path: Path) -> Module | None:
+def load(path: Path, words: tuple[str, ...] | None = None) -> Module | None:
+    """The parsed module; with `words`, None at once when its text names none of them
+    (most of a project's modules: parsing and marking them all cost more than the rest
+    of reading a project's Python)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
+    if words is not None and not _names_any(str(path), st.st_mtime_ns, st.st_size, words):
+        return None
     return _load(str(path), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=4096)
+def _names_any(path: str, mtime_ns: int, size: int, words: tuple[str, ...]) -> bool:
+    """Whether the text :func:`_load` would keep for this file holds one of `words`."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return False
+    if len(data) > MAX_MODULE_BYTES:
+        return False
+    text = data.decode("utf-8", "replace")
+    return any(w in text for w in words)
 
 
 def imported_from_project(importer: str, text: str) -> dict[str, tuple[Path, str]]:
@@ -125,12 +149,18 @@ def imported_from_project(importer: str, text: str) -> dict[str, tuple[Path, str
     out: dict[str, tuple[Path, str]] = {}
     if "import" not in text or importer.startswith("<"):
         return out
+    base: Path | None = None
     for m in _FROM.finditer(text):
         level, module = len(m.group(1)), m.group(2)
         names = m.group(3) if m.group(3) is not None else m.group(4)
         if not level and module.split(".")[0] in _NEVER_LOCAL:
             continue
-        where = module_file(importer, module, level)
+        if base is None:
+            try:
+                base = Path(importer).resolve().parent
+            except (OSError, RuntimeError, ValueError):
+                return out
+        where = _module_file_from(base, module, level)
         if where is None:
             continue
         for part in names.split(","):
@@ -153,7 +183,7 @@ def wrapper_modules(importer: str, text: str, words: tuple[str, ...]
     `words`): candidates for wrappers, checked by the collector."""
     out: dict[str, tuple[Module, ast.FunctionDef]] = {}
     for local, (where, name) in imported_from_project(importer, text).items():
-        mod = load(where)
+        mod = load(where, words)
         if mod is None or name not in mod.functions or \
                 not any(w in mod.text for w in words):
             continue
