@@ -1,8 +1,21 @@
 from cudalint.analysis.memory.local_index import LocalArrayIndexing
+from cudalint.analysis.memory.local_room import MAX_REGISTERS, function_block, \
+    registers_for
+from cudalint.analysis.ptxas.occupancy import limits_for
 from cudalint.analysis.ptxas.ptxas_run import ptxas_facts
+from cudalint.model.launch_shape import MAX_THREADS_PER_BLOCK
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Finding
+from cudalint.project.targets import target_archs
 from cudalint.rule import Rule
+
+KB = 1024
+STATIC_SHARED = 48 * KB          # per block without opt-in, every architecture
+# below this many threads per block, one block per SM holds fewer than 4 warps: a
+# shared copy per thread that fits only such blocks is no advice (latency is not hidden)
+MIN_SHARED_THREADS = 128
+# indices that no unrolling makes a constant
+_HARD = ("memory", "running")
 
 
 class LocalMemoryArray(Rule):
@@ -12,19 +25,26 @@ class LocalMemoryArray(Rule):
     makes ptxas keep the array in local memory. Reports the element count and bytes of
     the array and what makes the index dynamic. The index is followed through local
     variables (however many times they are assigned), casts, masks and arithmetic
-    (`int c = labels[k] & 31; counts[c] += 1;`).
+    (`int c = labels[k] & 31; counts[c] += 1;`), and through `++`, `+=`, `|=` in loops:
+    a local changed under a condition on data or a data-dependent number of times takes
+    a data-dependent value (`cubeindex |= 1 << k` under `if (vol[...] < iso)`, then
+    `num_verts[cubeindex]`: ptxas gives it a 256-byte frame).
 
     Where the line lies was measured with `ptxas -v` for sm_90 on arrays from 16 bytes
-    to 4 KB indexed by constants, unrolled and run-time loop counters, thread indices,
-    parameters and data (`tools/gputruth/local_array_sweep.py`, 117 kernels, results in
-    `fixtures/CL204/sweep.json`). ptxas gives the array a stack frame for:
+    to 4 KB indexed by constants, unrolled and run-time loop counters, running counts,
+    thread indices, parameters and data (`tools/gputruth/local_array_sweep.py`, 126
+    kernels, results in `fixtures/CL204/sweep.json`). ptxas gives the array a stack
+    frame for:
 
     - an index from data, a thread index or a parameter inside a loop with a run-time
       trip count (or `#pragma unroll 1`): from 8 elements (32 bytes; 4 elements stay in
       registers), or from 4 records of 32 bytes;
     - the counter of a loop with a run-time trip count (`float q[150]; for (i = 0; i <
-      n; i++) q[i] = ...`): from 32 elements (up to 16, nvcc bounds the loop by the
-      array and unrolls it);
+      n; i++) q[i] = ...`), or a local stepped once per iteration of such a loop: from
+      32 elements (up to 16, nvcc bounds the loop by the array and unrolls it);
+    - a running count that advances by a data-dependent amount (stepped under a
+      condition, or in an inner loop of run-time length: `if (v > t) keep[m++] = v;`):
+      from 16 elements (8 stay in registers);
     - the counter of a constant loop of 256 iterations or more without `#pragma unroll`;
     - any dynamic index into an array of 1-, 2- or 8-byte elements (`unsigned char`,
       `short`, `double`) at every size measured: only 32-bit words are selected among
@@ -40,6 +60,36 @@ class LocalMemoryArray(Rule):
     0; i < 8; i++) val[tbl[i]] = ...;` folds to constants). With `--ptxas` (or
     `--ptxas-log`), each finding in a function ptxas reports on is confirmed by its stack
     frame (named in the message) or dropped when the frame is empty.
+
+    The advice names only remedies that exist for the array:
+
+    - **Constant indices** (a compile-time loop bound under `#pragma unroll`, letting a
+      `#pragma unroll 1` loop unroll, a template parameter for a kernel parameter) only
+      when every dynamic index is a loop counter or a parameter. An index loaded from
+      memory or a running count that advances by a data-dependent amount is said to be
+      beyond any unrolling.
+    - **Registers**: a thread has at most 255 32-bit registers, so an array of more than
+      1020 bytes cannot be held in registers whatever its index; the message says so and
+      offers no unrolling. Measured with ptxas -v (sm_90): `float w[512]` filled at a
+      run-time counter has a 2048-byte frame, and filled under `#pragma unroll` with a
+      compile-time bound, all 512 values live, it has 255 registers and 1548 bytes of
+      spills; the same bound on `float q[244]` leaves no frame and no spill. Below the
+      limit, the message gives the registers the array would take when they are more
+      than 64.
+    - **Shared memory**, one slice per thread, only when the array's bytes times the
+      threads of the block fit: 48 KB of static shared memory, or the target's opt-in
+      maximum with dynamic shared memory (227 KB on sm_90, 99 KB on sm_86/89, 64 KB on
+      sm_75; the lowest of the build's targets). The block is the kernel's launch, or for
+      a device function the one block of the kernels of the unit that call it. With the
+      block unknown, the message gives the most threads per block that fit, and offers
+      nothing when fewer than 128 do (one such block per SM holds under 4 warps). A
+      table of constants needs one copy per block: `__constant__` memory or shared memory.
+    - Otherwise the message says that the local-memory traffic stays and that holding
+      fewer elements per thread is what cuts it.
+
+    `metrics` give the remedy offered (`remedy`: `unroll`, `template`, `shuffle`,
+    `constant`, `shared`, `restructure`, joined by `+`), the registers the array would
+    take and the block's threads when known.
 
     ## Why is this bad?
     Registers cannot be indexed at run time, so such an array lives in the thread's
@@ -60,18 +110,21 @@ class LocalMemoryArray(Rule):
     ```cuda
     __global__ void histo(const int* keys, int* out, int n)
     {
-        __shared__ int bins[32][256 + 1];                    // one column per thread
+        __shared__ int bins[32][256];       // one column per thread, 256-thread blocks
         for (int i = 0; i < n; ++i) bins[keys[i] & 31][threadIdx.x]++;
         ...
     }
     ```
-    or make every index a constant (compile-time loop bounds and `#pragma unroll`), or
-    exchange the values between lanes with `__shfl_sync` instead of indexing.
+    (32 ints x 256 threads = 32 KB of the 48 KB a block has), or make every index a
+    constant (compile-time loop bounds and `#pragma unroll`) where the index is a loop
+    counter, or exchange the values between lanes with `__shfl_sync` instead of indexing.
 
     ## References
     - Tuning CUDA Applications for Kepler, 1.4.4.2 (local memory and stack data are
       cached in L1), https://docs.nvidia.com/cuda/kepler-tuning-guide/
-    - CUDA C++ Programming Guide, "Device Memory Accesses", local memory
+    - CUDA C++ Programming Guide, "Device Memory Accesses", local memory; "Technical
+      Specifications per Compute Capability" (255 registers per thread, 48 KB of static
+      shared memory per block, the opt-in maximum per architecture)
 
     ## Precision on unseen code
     Precision on unseen code: 3/4 right (2026-11-24, 1d70d04; docs/precision.md)
@@ -105,13 +158,16 @@ class LocalMemoryArray(Rule):
             dims = "".join(f"[{d}]" for d in arr.dims)
             size = f"{facts.elements} elements, {facts.bytes} bytes" if facts.bytes \
                 else f"{facts.elements} elements"
-            if reason == "counter":
-                first = min((a for a in facts.dynamic if a.source == "runtime_counter"),
+            if reason in ("counter", "running"):
+                kinds = ("running",) if reason == "running" else \
+                    ("runtime_counter", "induction", "running")
+                first = min((a for a in facts.dynamic if a.source in kinds),
                             key=lambda a: a.node.start_byte)
             where = {
-                "loop": "inside a loop that is not unrolled",
                 "counter": "(nvcc unrolls such a loop by the array's bound only up to 16 "
-                           "elements)",
+                           "elements)" if first.source != "running" else "",
+                "running": "",
+                "loop": "inside a loop that is not unrolled",
                 "type": f"and its `{arr.elem_type}` elements are not 32-bit words, which "
                         "ptxas never selects among registers",
                 "table": "and it is a table of constants of 32 elements or more",
@@ -120,34 +176,180 @@ class LocalMemoryArray(Rule):
             }[reason]
             confirmed = f" (ptxas: {frame}-byte stack frame on {compiled.arch})" \
                 if frame else ""
+            room = _Room(ctx, facts)
+            advice, remedy = _advice(first, facts, room)
             metrics = {"array": arr.name, "elements": facts.elements,
                        "bytes": facts.bytes, "dynamic_accesses": len(facts.dynamic),
-                       "reason": reason}
+                       "reason": reason, "remedy": remedy}
+            if room.registers is not None:
+                metrics["registers"] = room.registers
+            if room.block is not None:
+                metrics["block_threads"] = room.block.threads
             if frame:
                 metrics["stack_frame_bytes"] = frame
             yield Finding.at(
                 first.node,
                 f"per-thread array `{arr.name}` ({arr.elem_type}{dims}: {size}) is indexed "
-                f"by {first.why} {where}, so it is placed in local memory{confirmed}; "
-                f"{_remedy(first, facts)}",
+                f"by {first.why}{' ' + where if where else ''}, so it is placed in local "
+                f"memory{confirmed}; {advice}",
                 metrics=metrics)
 
 
-def _remedy(access, facts) -> str:
-    if access.source == "runtime_counter":
-        return ("give the loop a compile-time bound (e.g. `for (i = 0; i < N; ++i) if "
-                "(i < n) ...` under `#pragma unroll`) so every index is a constant, or keep "
-                "the array in shared memory")
+class _Room:
+    """The numbers the advice rests on: registers the array would take, the block it
+    runs with, and the shared memory a block may have on the unit's targets."""
+
+    def __init__(self, ctx, facts):
+        self.facts = facts
+        self.registers = registers_for(facts.bytes)
+        fn = facts.array.function
+        self.block = function_block(ctx, fn) if fn is not None else None
+        numbers = target_archs(ctx.unit, ctx.settings).numbers
+        limits = [lim for lim in (limits_for(f"sm_{n}") for n in numbers) if lim]
+        tight = min(limits, key=lambda lim: lim.smem_per_block_optin) if limits else \
+            limits_for("sm_90")
+        self.arch = tight.arch
+        self.dynamic_shared = max(tight.smem_per_block_optin, STATIC_SHARED)
+
+    @property
+    def fits_registers(self) -> bool | None:
+        return None if self.registers is None else self.registers <= MAX_REGISTERS
+
+    def threads_fitting(self, limit: int) -> int | None:
+        """Threads per block whose per-thread copies fit ``limit`` bytes."""
+        b = self.facts.bytes
+        return None if not b else limit // b
+
+
+def _kb(n: int) -> str:
+    return f"{n // KB} KB" if n % KB == 0 else f"{n / KB:.1f} KB"
+
+
+def _advice(first, facts, room: _Room) -> tuple[str, str]:
+    """The advice that holds for this array, and its kind for the metrics: "unroll",
+    "template", "shuffle", "constant", "shared", "restructure" (joined by "+")."""
+    arr = facts.array
+    kinds = {a.source for a in facts.dynamic}
+    hard = next((a for a in sorted(facts.dynamic, key=lambda a: a.node.start_byte)
+                 if a.source in _HARD), None)
+    parts: list[str] = []
+    remedies: list[str] = []
+
+    # 1. can every index become a compile-time constant, and would the array then fit
+    # the registers?
+    if room.fits_registers is False:
+        parts.append(f"at {facts.bytes} bytes ({room.registers} 32-bit registers; a "
+                     f"thread has at most {MAX_REGISTERS}) the array cannot be held in "
+                     "registers whatever its index (constant indices turn its local "
+                     "loads into spills)")
+    elif hard is not None:
+        name = hard.why.split("`")[1] if hard.why.startswith("`") else None
+        if hard.source == "running":
+            parts.append(f"no unrolling makes `{name}` a compile-time constant")
+        else:
+            parts.append(f"{'`' + name + '`' if name else 'the index'} comes from memory, "
+                         "which no unrolling makes a compile-time constant")
+    else:
+        cost = f" (the array would take {room.registers} of the {MAX_REGISTERS} "                "registers a thread has)" if room.registers and room.registers > 64 else ""
+        if kinds <= {"runtime_counter", "induction", "counter", "parameter"}:
+            steps = []
+            if kinds & {"runtime_counter", "induction"}:
+                steps.append("give the loop a compile-time bound (e.g. `for (i = 0; i < N; "
+                             "++i) if (i < n) ...` under `#pragma unroll`)")
+                remedies.append("unroll")
+            if "counter" in kinds:
+                steps.append("let the loop unroll (`#pragma unroll`, not `#pragma unroll "
+                             "1`)")
+                remedies.append("unroll")
+            if "parameter" in kinds:
+                steps.append("make the parameter a compile-time constant (a template "
+                             "parameter)")
+                remedies.append("template")
+            parts.append(" and ".join(steps) + " so every index is a constant" + cost)
+        elif "thread" in kinds and not facts.constant_table:
+            parts.append("if the values belong to other lanes, exchange them with "
+                         "`__shfl_sync` instead of indexing")
+            remedies.append("shuffle")
+
+    # 2. a table of constants: one copy for everybody; other arrays: one copy per thread
     if facts.constant_table:
-        return ("move the table to `__constant__` memory (a broadcast when lanes read the "
-                "same entry) or to shared memory")
-    if access.source == "counter":
-        return "let the loop unroll (drop `#pragma unroll 1`) so every index is a constant"
-    if access.source == "thread":
-        return ("if the values belong to other lanes, exchange them with `__shfl_sync`; "
-                "otherwise keep the array in shared memory, one slice per thread")
-    return ("keep it in shared memory (one slice per thread, e.g. "
-            f"`__shared__ {facts.array.elem_type} {facts.array.name}"
-            f"[{facts.elements}][BLOCK + 1]` indexed [i][threadIdx.x]), or restructure so "
-            "that every index is a compile-time constant (constant loop bounds, "
-            "`#pragma unroll`)")
+        parts.append("move the table to `__constant__` memory (one copy for the grid; a "
+                     "broadcast when the lanes of a warp read the same entry)" +
+                     (f" or to shared memory (one {facts.bytes}-byte copy per block)"
+                      if facts.bytes and facts.bytes <= STATIC_SHARED else ""))
+        remedies.append("constant")
+    else:
+        shared = _shared(facts, room)
+        if shared:
+            parts.append(("or " if remedies else "") + shared)
+            remedies.append("shared")
+        elif facts.bytes:
+            parts.append(_no_shared(facts, room))
+
+    # 3. nothing left but to hold less
+    if not remedies:
+        parts.append("the local-memory traffic stays what it is (the stack frame is cached "
+                     "in L1); to cut it, hold fewer elements per thread (split a thread's "
+                     "work across threads, or process the array in chunks)")
+        remedies.append("restructure")
+    return "; ".join(parts), "+".join(dict.fromkeys(remedies))
+
+
+def _shared(facts, room: _Room) -> str | None:
+    """One copy per thread in shared memory, when it fits the block (None: it does not,
+    or the block or the size is unknown and no block worth having fits)."""
+    arr = facts.array
+    b = facts.bytes
+    if not b:
+        return ("keep it in shared memory, one slice per thread, if its bytes times "
+                f"the threads of a block fit in {_kb(STATIC_SHARED)}")
+    decl = f"`__shared__ {arr.elem_type} {arr.name}[{facts.elements}][BLOCK]` indexed "            "[i][threadIdx.x]"
+    if room.block is not None:
+        need = b * room.block.threads
+        if need <= STATIC_SHARED:
+            return (f"keep it in shared memory, one slice per thread ({decl}: {b} bytes "
+                    f"x {room.block.threads} threads = {_kb(need)} of the "
+                    f"{_kb(STATIC_SHARED)} a block has, {room.block.describe()})")
+        if need <= room.dynamic_shared:
+            return (f"keep it in dynamic shared memory, one slice per thread ({b} bytes "
+                    f"x {room.block.threads} threads = {_kb(need)}, {room.block.describe()}: "
+                    f"above the {_kb(STATIC_SHARED)} of static shared memory, so opt in "
+                    "with cudaFuncSetAttribute(..., "
+                    "cudaFuncAttributeMaxDynamicSharedMemorySize, ...); at most "
+                    f"{_kb(room.dynamic_shared)} per block on {room.arch})")
+        return None
+    static_n = room.threads_fitting(STATIC_SHARED)
+    dynamic_n = room.threads_fitting(room.dynamic_shared)
+    if dynamic_n is None or dynamic_n < MIN_SHARED_THREADS:
+        return None
+    if static_n >= MAX_THREADS_PER_BLOCK:
+        return (f"keep it in shared memory, one slice per thread ({decl}: {b} bytes x "
+                f"{MAX_THREADS_PER_BLOCK} threads at most = "
+                f"{_kb(b * MAX_THREADS_PER_BLOCK)}, within the {_kb(STATIC_SHARED)} of "
+                "static shared memory for any block)")
+    if static_n >= MIN_SHARED_THREADS:
+        more = f"up to {dynamic_n} threads" if dynamic_n < MAX_THREADS_PER_BLOCK else \
+            "any block"
+        return (f"keep it in shared memory, one slice per thread ({decl}), for blocks "
+                f"of at most {static_n} threads ({b} bytes each in the "
+                f"{_kb(STATIC_SHARED)} of static shared memory; {more} with dynamic "
+                f"shared memory on {room.arch})")
+    fits = f"for blocks of at most {dynamic_n} threads" if dynamic_n < \
+        MAX_THREADS_PER_BLOCK else "for any block"
+    return (f"keep it in dynamic shared memory, one slice per thread, {fits} ({b} bytes "
+            f"each: {_kb(room.dynamic_shared)} per block on {room.arch}, opted in with "
+            "cudaFuncSetAttribute)")
+
+
+def _no_shared(facts, room: _Room) -> str:
+    """Why shared memory is no way out for this array."""
+    b = facts.bytes
+    if room.block is not None:
+        need = b * room.block.threads
+        return (f"shared memory is no way out: one copy per thread takes {b} bytes x "
+                f"{room.block.threads} threads = {_kb(need)} ({room.block.describe()}), "
+                f"more than the {_kb(room.dynamic_shared)} a block can have on {room.arch}")
+    n = room.threads_fitting(room.dynamic_shared) or 0
+    return (f"shared memory is no way out: one {b}-byte copy per thread fits the "
+            f"{_kb(room.dynamic_shared)} a block can have on {room.arch} only for blocks "
+            f"of at most {n} threads")

@@ -26,6 +26,7 @@ kernel: the stack frame ptxas reports and whether cudalint reports CL204 in it.
     python tools/gputruth/readonly_sass.py            # rewrite fixtures/CL20{3,4,5}/*.json
     python tools/gputruth/readonly_sass.py --check    # recompute and compare, exit 1 if not
     python tools/gputruth/readonly_sass.py --cl203    # rewrite fixtures/CL203/counts.json only
+    python tools/gputruth/readonly_sass.py --cl204    # fixtures/CL204/stack.json only
 
 tests/test_readonly_sass.py imports this module and recomputes everything.
 """
@@ -387,6 +388,8 @@ def cl204_records(workdir: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="compare with the committed json")
+    ap.add_argument("--cl204", action="store_true",
+                    help="only CL204's stack frames (fixtures/CL204/stack.json)")
     ap.add_argument("--cl203", action="store_true",
                     help="only CL203's instruction counts (fixtures/CL203/counts.json)")
     args = ap.parse_args(argv)
@@ -394,6 +397,16 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(problem, file=sys.stderr)
         return 2
+    if args.cl204:          # ptxas -v alone: no cuobjdump/nvdisasm, no other json
+        with tempfile.TemporaryDirectory() as tmp:
+            stack = cl204_records(Path(tmp))
+        if args.check:
+            ok = json.loads(STACK_JSON.read_text()) == stack
+            print("agrees" if ok else "DIFFERS")
+            return 0 if ok else 1
+        STACK_JSON.write_text(json.dumps(stack, indent=1) + "\n")
+        print(f"wrote {STACK_JSON.relative_to(ROOT)} ({len(stack['records'])} kernels)")
+        return 0
     if args.cl203:
         with tempfile.TemporaryDirectory() as tmp:
             counts = cl203_records(Path(tmp))

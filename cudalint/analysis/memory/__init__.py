@@ -29,4 +29,6 @@
   paths, whether a declaration declares them); read by pointer_access and local_index.
 - ``local_index``: local arrays indexed by run-time values, which ptxas places in local
   memory (CL204).
+- ``local_room``: the registers such an array would take and the block a device function
+  runs with: what CL204's advice rests on.
 """

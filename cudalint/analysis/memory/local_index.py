@@ -12,8 +12,11 @@ fixtures/CL204/stack.json). It gives the array a stack frame for
   loop whose trip count is not known at compile time (or kept rolled with
   ``#pragma unroll 1``): 8 elements and more (4 stay in registers), or 4 records of
   32 bytes (2 stay);
-* the counter of a loop with a run-time trip count: 32 elements and more (up to 16
-  nvcc bounds the loop by the array and unrolls it);
+* the counter of a loop with a run-time trip count, or a local stepped once per
+  iteration of such a loop: 32 elements and more (up to 16 nvcc bounds the loop by the
+  array and unrolls it);
+* a running count that takes a data-dependent value (changed under a condition on data,
+  or a data-dependent number of times): 16 elements and more (8 stay in registers);
 * the counter of a loop with a constant trip count of 256 or more and no
   ``#pragma unroll`` (128 is unrolled fully);
 * any dynamic index into an array of 1-, 2- or 8-byte elements (``unsigned char``,
@@ -27,7 +30,8 @@ fixtures/CL204/stack.json). It gives the array a stack frame for
 
 Only those cases are reported as ``certain``; anything in between is left alone. An index
 is *dynamic* when it depends on a kernel parameter, a thread/block index, a value loaded
-from memory, or a local computed from those (through casts, masks and arithmetic); it is
+from memory, or a local computed from those (through casts, masks and arithmetic, and
+through ``++``/``+=``/``|=`` in a loop of run-time length); it is
 *static* when it is built from constants, template parameters, counters of fully unrolled
 loops, and elements of local tables with constant contents at static indices
 (``int tbl[8] = {...}; val[tbl[i]]`` folds to constants).
@@ -63,6 +67,10 @@ UNROLLED_TRIP = 128
 MANY_ACCESSES = 8
 MANY_MIN_ELEMENTS = 16
 BIG_BYTES = 512
+RUNNING_MIN_ELEMENTS = 16        # a count advanced by data (8 stay in registers)
+# which dynamic source names an index built of several: what no unrolling folds first
+_HARDNESS = {"memory": 0, "running": 1, "thread": 2, "parameter": 3, "induction": 4,
+             "runtime_counter": 5, "counter": 6}
 _WORD_TYPES = frozenset({"float", "int", "unsigned", "unsigned int", "uint32_t", "int32_t",
                          "float2", "float3", "float4", "int2", "int3", "int4", "uint2",
                          "uint3", "uint4", "signed", "signed int", "uint"})
@@ -124,10 +132,15 @@ class LocalArrayFacts:
         if not dyn or self.escapes or not self.has_read or \
                 any(a.kind == "unknown" for a in self.accesses):
             return None
-        counters = [a for a in dyn if a.source == "runtime_counter"]
-        others = [a for a in dyn if a.source != "runtime_counter"]
+        counters = [a for a in dyn if a.source in ("runtime_counter", "induction")]
+        running = [a for a in dyn if a.source == "running"]
+        others = [a for a in dyn if a.source not in ("runtime_counter", "induction",
+                                                     "running")]
+        if running and self.elements >= RUNNING_MIN_ELEMENTS:
+            return "running"
         if counters and self.elements >= COUNTER_MIN_ELEMENTS:
             return "counter"
+        counters += running
         if counters and not others and self.elements > 16:
             return None                             # between the measured sizes
         if not others:
@@ -377,12 +390,15 @@ class _Indexer:
 
     @staticmethod
     def combine(parts: list[tuple[str, str, str]]) -> tuple[str, str, str]:
+        """Unknown wins; among dynamic parts the one no unrolling can fold (data, a
+        running count) before a thread index, a parameter or a loop counter: the message
+        names what the index really depends on (`t[4 * i + idx[j]]` is data)."""
         for p in parts:
             if p[0] == "unknown":
                 return p
-        for p in parts:
-            if p[0] == "dynamic":
-                return p
+        dynamic = [p for p in parts if p[0] == "dynamic"]
+        if dynamic:
+            return min(dynamic, key=lambda p: _HARDNESS.get(p[2], len(_HARDNESS)))
         return "static", "", ""
 
     def identifier(self, n: Node, depth: int) -> tuple[str, str, str]:
@@ -420,13 +436,21 @@ class _Indexer:
         try:
             parts = []
             for kind, node in defs:
-                if kind == "update":
-                    runtime, _ = self.loop_context(node)
-                    parts.append(("dynamic", f"`{name}`, stepped in a loop with a run-time "
-                                             "trip count", "runtime_counter") if runtime
-                                 else ("static", "", ""))
-                else:
+                if kind == "value":
                     parts.append(self.classify(node, depth + 1))
+                    continue
+                # `++`, `+=` or `c = c + ...`: a running count once a loop of run-time
+                # length steps it, whatever it is stepped by
+                runtime, _ = self.loop_context(node)
+                if runtime:
+                    parts.append(self.running(name, node, [
+                        v for k, v in defs if k == "value"], depth))
+                if kind == "step":
+                    right = node.child_by_field_name("right")
+                    if right is not None:
+                        parts.append(self.classify(right, depth + 1))
+                elif not runtime:
+                    parts.append(("static", "", ""))
         finally:
             self.visiting.discard(name)
         kind, why, source = self.combine(parts)
@@ -436,8 +460,9 @@ class _Indexer:
 
     def definitions(self, name: str) -> list[tuple[str, Node]] | None:
         """Every value a local takes: ("value", initializer or right side of an
-        assignment) and ("update", ``++``/``--``); None when it is declared more than once
-        or never given a value, or initialised from a list or a constructor."""
+        assignment), ("step", an assignment that adds to it: ``+=``, ``c = c + k``) and
+        ("update", ``++``/``--``); None when it is declared more than once or never given
+        a value, or initialised from a list or a constructor."""
         key = (self.fn.node.id, name)
         memo = self.owner._definitions
         if key not in memo:
@@ -469,7 +494,10 @@ class _Indexer:
                     right = node.child_by_field_name("right")
                     if right is None:
                         return None
-                    out.append(("value", right))
+                    # `c += k` and `c = c + k` step c: ("step", the assignment)
+                    step = text(node.child_by_field_name("operator")) != "=" or \
+                        _mentions(right, name)
+                    out.append(("step", node) if step else ("value", right))
             elif t == "update_expression":
                 arg = node.child_by_field_name("argument")
                 if arg is not None and text(arg) == name:
@@ -483,6 +511,60 @@ class _Indexer:
         if declared != 1 or not out:
             return None
         return out
+
+    def running(self, name: str, step: Node, resets: list[Node],
+                depth: int) -> tuple[str, str, str]:
+        """A local changed by ``step`` (``++``, ``+=``, ``|=``, ``c = c + k``) in a loop
+        of run-time length (``resets``: where it is given a value). Stepped once per
+        iteration of the loops since its last reset, it moves with their counters (an
+        induction variable: ``g[m] = ...; m += 1``) and nvcc treats it like one. Changed
+        under a condition that depends on data (``if (v > t) keep[m++] = v;``, the bits of
+        ``cubeindex |= ...``), or inside an inner loop of run-time length (``for (t <
+        num) for (v < count) out[offset++] = ...``), it takes a data-dependent value: no
+        unrolling makes it a constant, and ptxas keeps the array in registers only up to
+        8 elements (measured: 16 and more local)."""
+        parent = self.owner.parent
+        loops = []
+        cur = self.nearest_loop(step)
+        while cur is not None and not any(cur.start_byte <= r.start_byte < cur.end_byte
+                                          for r in resets):
+            loops.append(cur)
+            cur = self.nearest_loop(cur)
+        if not loops:
+            return "static", "", ""          # reset in the loop that steps it
+        how = "a data-dependent number of times" if any(
+            self.runtime_loop(lp) for lp in loops[:-1]) else ""
+        node = parent(step)
+        outer = loops[-1].id
+        while not how and node is not None and node.id != outer:
+            cond = node.child_by_field_name("condition") if node.type in (
+                "if_statement", "conditional_expression") else None
+            if cond is not None and cond.type == "condition_clause":   # C++: if (x)
+                cond = cond.child_by_field_name("value") or (
+                    cond.named_children[-1] if cond.named_children else None)
+            if node.type == "case_statement" or (
+                    cond is not None and self.classify(cond, depth + 1)[0] != "static"):
+                how = "under a condition that depends on data"
+            node = parent(node)
+        op = text(step.child_by_field_name("operator")) \
+            if step.type == "assignment_expression" else "++"
+        count = op in ("++", "--", "+=", "-=")
+        if how:
+            what = "a running count, stepped" if count else f"changed (`{op}`)"
+            return "dynamic", f"`{name}`, {what} {how}", "running"
+        if not self.runtime_loop(loops[-1]):
+            return "static", "", ""          # reset around constant loops: unrolled
+        return ("dynamic", f"`{name}`, stepped once per iteration of a loop with a "
+                           "run-time trip count", "induction")
+
+    def runtime_loop(self, loop: Node) -> bool:
+        """A loop whose trip count is not a compile-time constant, or kept rolled."""
+        if loop.type != "for_statement":
+            return True
+        counter = _counter_name(loop)
+        trip = self.trip_count(loop, counter) if counter else None
+        return trip is None or _unroll_one(loop) or (
+            trip >= ROLLED_TRIP and not _unroll_pragma(loop))
 
     def modified_in_loop(self, loop: Node, name: str) -> bool:
         body = loop.child_by_field_name("body")
@@ -613,6 +695,17 @@ def _is_store(node: Node, parent: "Callable[[Node], Node | None]") -> bool:
         left = p.child_by_field_name("left")
         return left is not None and left.id == node.id and \
             text(p.child_by_field_name("operator")) == "="
+    return False
+
+
+def _mentions(node: Node, name: str) -> bool:
+    """Does the identifier ``name`` occur in ``node``?"""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier" and text(n) == name:
+            return True
+        stack.extend(n.named_children)
     return False
 
 
