@@ -2,6 +2,7 @@
 the block shape its launches use, or listed as not analysed with the reason."""
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import replace
 
@@ -118,6 +119,24 @@ def test_a_file_of_the_package_is_read_and_its_findings_name_their_place():
     from cudalint.sources.python.modules import python_deps
     _, deps = python_deps(path, path.read_text(encoding="utf-8"))
     assert [p.rsplit("/", 1)[-1] for p, _ in deps] == ["shift_kernels.h"]
+
+
+def test_unknown_macro_body_still_reads_the_macro_parameters():
+    """Issue 15: `#define REDUCE(a, b) (%(reduce_expr)s)` with the expression unknown
+    (pycuda/reduction.py) becomes an opaque expression of a and b, not a bare token."""
+    ex = _ex('''
+        from pycuda.compiler import SourceModule
+        def module(reduce_expr, name):
+            src = """
+            #define REDUCE(a, b) (%(reduce_expr)s)
+            __global__ void %(name)s(float* s) { s[0] = REDUCE(s[1], s[2]); }
+            """ % {"reduce_expr": reduce_expr, "name": name}
+            return SourceModule(src)
+        module(get_expr(), "k")
+        ''')
+    [k] = ex.kernels
+    assert re.search(r"#define REDUCE\(a, b\) \(__cudalint_opaque_\d+__\(a, b\)\)", k.text)
+    assert "__global__ void k(float* s)" in k.text
 
 
 def test_file_read_is_listed_as_unread():

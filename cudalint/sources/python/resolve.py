@@ -543,7 +543,8 @@ class Extractor(Flow, FileReads):
                 value_expr = kwargs.get(name)
             if rest or not values_known:
                 value_expr = None
-            out = out + self.placeholder(value_expr, scope, depth, spec, conv, origin=t[i:j])
+            out = out + _in_macro(self.placeholder(value_expr, scope, depth, spec, conv,
+                                                   origin=t[i:j]), t, i)
             i = j
             lit_start = i
         return out + template.slice(lit_start, len(t))
@@ -597,7 +598,7 @@ class Extractor(Flow, FileReads):
             value = self.const(expr, scope, depth + 1) if expr is not None else None
             self.why = saved
             if value is None:
-                out = out + self.opaque.token(m.group(0))
+                out = out + _in_macro(self.opaque.token(m.group(0)), t, m.start())
                 continue
             spec = "%" + m.group(2) + (m.group(3) or "") + \
                 (("." + m.group(4)) if m.group(4) else "") + m.group(5)
@@ -658,6 +659,23 @@ def _one_block(binds: list[Binding], cands: list[Binding], line: int
     if any(line < b.line <= last.block_end for b in binds):
         return None
     return chain[::-1]
+
+
+_MACRO_HEAD = re.compile(r"[ \t]*#[ \t]*define[ \t]+\w+\(([\w\s,]*)\)")
+
+
+def _in_macro(value: MStr, template: str, pos: int) -> MStr:
+    """An opaque placeholder in the body of a function-like macro (``#define REDUCE(a,
+    b) (%(reduce_expr)s)``) becomes an opaque expression of the macro's parameters,
+    ``__cudalint_opaque_N__(a, b)``: the macro still reads its arguments."""
+    if not (value.text.startswith(OPAQUE_PREFIX) and value.text.endswith("__")):
+        return value
+    line = template[template.rfind("\n", 0, pos) + 1:pos]
+    m = _MACRO_HEAD.match(line)
+    params = [p.strip() for p in m.group(1).split(",") if p.strip()] if m else []
+    if not params:
+        return value
+    return value + MStr.synthetic("(" + ", ".join(params) + ")")
 
 
 def _field_origin(expr: ast.expr, conv: str, spec: str) -> str:
