@@ -346,6 +346,29 @@ def test_a_parameter_no_caller_fills_inside_a_called_function_is_unread():
 # launches
 
 
+def test_a_handle_name_bound_in_several_functions_launches_in_each():
+    """`mod`/`ker` bound once in each test function (the module binds them several
+    times): each launch goes to the kernel of its own function, not to none."""
+    ex = _ex('''
+        import cupy
+        def a(x):
+            mod = cupy.RawModule(code='__global__ void k(float* x) {}')
+            ker = mod.get_function('k')
+            ker((1,), (64,), (x,))
+        def b(x):
+            mod = cupy.RawModule(code='__global__ void k(float* x) { x[0] = 1; }')
+            ker = mod.get_function('k')
+            ker((1,), (128,), (x,))
+        def c(x, flag):
+            ker = cupy.RawKernel('__global__ void k(float* x) { x[1] = 2; }', 'k')
+            if flag:
+                ker = cupy.RawKernel('__global__ void k(float* x) { x[2] = 3; }', 'k')
+            ker((1,), (32,), (x,))
+        ''')
+    assert [[la.block for la in k.launches] for k in ex.kernels] == [
+        [(64,)], [(128,)], [], []]
+
+
 def test_launch_through_helper_and_prepared_call_and_block_size():
     ex = _ex("""
         import cupy

@@ -72,20 +72,25 @@ class LaunchReader:
         self.handles: dict[str, tuple[list[EmbeddedKernel], str | None]] = {}
         self.ambiguous: set[str] = set()
         self.makers: dict[str, tuple[list[EmbeddedKernel], str | None]] = {}
-        assigns = sorted((n for n, _ in self.pending if isinstance(n, ast.Assign)),
-                         key=lambda n: (n.lineno, n.col_offset))
+        assigns = sorted(((n, sc) for n, sc in self.pending if isinstance(n, ast.Assign)),
+                         key=lambda a: (a[0].lineno, a[0].col_offset))
+        # a name bound once in a function, where the module binds it more than once
+        # (ker = mod.get_function(...) in each test): (function, name) -> bindings
+        self.scoped: dict[tuple[int, str], list[tuple[int, int, tuple]]] = {}
         for _ in range(2):      # a helper's result may be bound before the helper is read
-            for node in assigns:
+            for node, sc in assigns:
                 if len(node.targets) == 1:
                     key = _key(node.targets[0])
+                    self._scope = sc
                     got = self.handle_of(node.value) if key else None
                     if got is not None:
                         self.bind(key, got, node)
+            self._scope = None
             self.find_makers()
-        if not self.handles and not self.makers:
+        if not self.handles and not self.makers and not self.scoped:
             return
         hot = self.lines_matching({k.split(".")[-1] for k in self.handles} | set(self.makers)
-                                  | set(_PREPARED))
+                                  | set(_PREPARED) | {k for _, k in self.scoped})
         for node, scope in self.pending:
             if not self.touches(node, hot):
                 continue
@@ -107,6 +112,12 @@ class LaunchReader:
             seen = self._bound_at = {}
         if seen.get(key) is node:
             return
+        sc = getattr(self, "_scope", None)
+        if sc is not None and isinstance(sc.node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and "." not in key:
+            entries = self.scoped.setdefault((id(sc.node), key), [])
+            if all(e[0] != id(node) for e in entries):
+                entries.append((id(node), node.lineno, value))
         if key in self.handles or key in self.ambiguous:
             self.handles.pop(key, None)
             self.ambiguous.add(key)
@@ -119,7 +130,8 @@ class LaunchReader:
         if not isinstance(value, ast.Call):
             if isinstance(value, (ast.Name, ast.Attribute)):
                 key = _key(value)
-                return self.handles.get(key) if key else None
+                return self.handle(key, getattr(self, "_scope", None),
+                                   value.lineno) if key else None
             return None
         if id(value) in self.by_call:
             ks = self.by_call[id(value)]
@@ -137,6 +149,17 @@ class LaunchReader:
                 f.value.id in ("self", "cls") and f.attr in self.makers:
             return self.makers[f.attr]
         return None
+
+    def handle(self, key: str, scope, line: int):
+        """The handle a name stands for at `line`: the module's one binding, or, where
+        the module binds the name more than once, the one binding of the function the
+        name is read in (before `line`)."""
+        got = self.handles.get(key)
+        if got is not None or key not in self.ambiguous or scope is None:
+            return got
+        entries = self.scoped.get((id(scope.node), key), [])
+        return entries[0][2] if len(entries) == 1 and entries[0][1] < line and \
+            len(scope.bindings.get(key, ())) == 1 else None
 
     def find_makers(self) -> None:
         """Functions of the module every return of which is a kernel handle."""
@@ -162,7 +185,7 @@ class LaunchReader:
             prepared = True
         elif isinstance(f, (ast.Name, ast.Attribute)):
             key = _key(f)
-            target = self.handles.get(key) if key else None
+            target = self.handle(key, scope, call.lineno) if key else None
         elif isinstance(f, ast.Call):
             target = self.handle_of(f)
         if target is None:
