@@ -139,6 +139,35 @@ def test_unknown_macro_body_still_reads_the_macro_parameters():
     assert "__global__ void k(float* s)" in k.text
 
 
+def test_warp_size_and_a_class_constant_fill_placeholders():
+    """Issue 15: dev.warp_size (and get_attribute(...WARP_SIZE)) is 32 on every CUDA
+    device; self.block_size assigned once in the class is a constant (pycuda's sparse
+    coordinate kernels)."""
+    ex = _ex('''
+        import pycuda.driver as drv
+        from pycuda.compiler import SourceModule
+        T = """
+        #define BLOCK_SIZE %(block_size)d
+        #define WARP_SIZE %(warp_size)d
+        #define LANES %(lanes)d
+        __global__ void k(float* x) { x[threadIdx.x % WARP_SIZE] = BLOCK_SIZE; }
+        """
+        class Coo:
+            def __init__(self, n):
+                self.block_size = 128
+                self.n = n
+            def kernel(self):
+                dev = drv.Context.get_device()
+                return SourceModule(T % {
+                    "block_size": self.block_size,
+                    "warp_size": dev.warp_size,
+                    "lanes": dev.get_attribute(drv.device_attribute.WARP_SIZE) + self.n})
+        ''')
+    [k] = ex.kernels
+    assert "#define BLOCK_SIZE 128" in k.text and "#define WARP_SIZE 32" in k.text
+    assert "#define LANES __cudalint_opaque_" in k.text      # self.n: a parameter
+
+
 def test_file_read_is_listed_as_unread():
     path = FIXTURES / "CL104" / "python_forms.py"
     ex = extract_python_units(path.read_text(encoding="utf-8"), str(path))

@@ -371,6 +371,15 @@ class Extractor(Flow, FileReads):
             if a is None or b is None:
                 return None
             return _arith(expr.op, a, b)
+        if _is_warp_size(expr):
+            return WARP_SIZE
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and \
+                expr.value.id == "self":
+            value = _self_attribute(scope, expr.attr)
+            saved = self.params_hit, self.why    # another method's parameter: not ours
+            got = self.const(value[0], value[1], depth + 1) if value else None
+            self.params_hit, self.why = saved
+            return got
         return None
 
     def truth(self, expr: ast.expr, scope: Scope | None, depth: int = 0) -> bool | None:
@@ -662,6 +671,45 @@ def _one_block(binds: list[Binding], cands: list[Binding], line: int
 
 
 _MACRO_HEAD = re.compile(r"[ \t]*#[ \t]*define[ \t]+\w+\(([\w\s,]*)\)")
+
+
+# a fact of every CUDA device the APIs report at run time: PyCUDA's dev.warp_size,
+# DeviceData().warp_size, get_attribute(device_attribute.WARP_SIZE); CuPy's
+# device.attributes['WarpSize'] (CUDA Programming Guide, "warpSize": 32)
+WARP_SIZE = 32
+
+
+def _is_warp_size(expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Attribute) and expr.attr == "warp_size":
+        return True
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and \
+            expr.func.attr == "get_attribute" and len(expr.args) == 1:
+        a = expr.args[0]
+        return isinstance(a, ast.Attribute) and a.attr == "WARP_SIZE"
+    return False
+
+
+def _self_attribute(scope: Scope | None, name: str):
+    """(value, the method's scope) of ``self.name = value`` when the methods of the
+    class around `scope` assign it exactly once, or None."""
+    while scope is not None and not isinstance(scope.node, ast.ClassDef):
+        scope = scope.parent
+    if scope is None:
+        return None
+    found = []
+    for st in scope.node.body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for n in ast.walk(st):
+                targets = n.targets if isinstance(n, ast.Assign) else \
+                    [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else []
+                for t in targets:
+                    if isinstance(t, ast.Attribute) and t.attr == name and \
+                            isinstance(t.value, ast.Name) and t.value.id == "self":
+                        found.append((n, st))
+    if len(found) != 1 or not isinstance(found[0][0], ast.Assign):
+        return None
+    node, method = found[0]
+    return node.value, Scope(method, scope.parent)
 
 
 def _in_macro(value: MStr, template: str, pos: int) -> MStr:
