@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from cudalint.sources.python.files import FileReads
 from cudalint.sources.python.flow import Flow, expression_origin
 from cudalint.sources.python.mapping import MStr, Scanner, format_field_end
-from cudalint.sources.python.scopes import Binding, Scope
+from cudalint.sources.python.scopes import Binding, Scope, branch_chains, one_block
 from cudalint.sources.python.units import OPAQUE_PREFIX
 
 _DEDENT = {"textwrap.dedent"}
@@ -177,7 +177,7 @@ class Extractor(Flow, FileReads):
                               "(an import, a loop variable, an unpacked value)")
                     return None
                 chosen = cands[last_plain:]
-                seq = _one_block(binds, cands, line) if first and len(cands) > 1 else None
+                seq = one_block(binds, cands, line) if first and len(cands) > 1 else None
                 if seq is not None and cands[last_plain].value is not None:
                     return scope, seq
                 if len(cands) > 1 and not (chosen[0].direct and all(
@@ -206,7 +206,7 @@ class Extractor(Flow, FileReads):
             if binds:
                 cands = [b for b in binds if b.line < line]
                 if cands and any(b.aug for b in cands):
-                    chains = _branch_chains(scope.node, cands)
+                    chains = branch_chains(scope.node, cands)
                     return [(scope, c) for c in chains] if chains else None
                 if not cands or any(b.aug or b.value is None or b.loop or b.looped
                                     for b in cands):
@@ -616,58 +616,6 @@ class Extractor(Flow, FileReads):
             except (TypeError, ValueError, OverflowError):
                 out = out + self.opaque.token(m.group(0))
         return out + template.slice(pos, len(t))
-
-
-def _branch_chains(node: ast.AST, cands: list[Binding]) -> list[list[Binding]] | None:
-    """A name built with ``+=`` where some parts are appended in the two branches of
-    one ``if``/``else`` of the body (``code = ...; if c: code += a else: code += b;
-    code += ...``): the chain of bindings each branch gives, or None for any other
-    shape (an ``elif``, a plain assignment in a branch, parts in a loop body)."""
-    plain = [k for k, b in enumerate(cands) if not b.aug]
-    if not plain or not cands[plain[-1]].direct or cands[plain[-1]].value is None:
-        return None
-    first, rest = cands[plain[-1]], cands[plain[-1] + 1:]
-    nested = [b for b in rest if not b.direct and b.loop is None]
-    if not nested or any(b.looped for b in nested):
-        return None
-    ifs = [st for st in getattr(node, "body", []) if isinstance(st, ast.If)
-           and st.lineno <= nested[0].line <= (st.end_lineno or st.lineno)]
-    if len(ifs) != 1:
-        return None
-    branch = ifs[0]
-    if any(b.block not in (id(branch.body), id(branch.orelse)) for b in nested):
-        return None
-    around = [b for b in rest if b not in nested]
-    pre = [b for b in around if b.line < branch.lineno]
-    post = [b for b in around if b.line > (branch.end_lineno or branch.lineno)]
-    if len(pre) + len(post) != len(around):
-        return None
-    return [[first, *pre, *[b for b in nested if b.block == id(part)], *post]
-            for part in (branch.body, branch.orelse)]
-
-
-def _one_block(binds: list[Binding], cands: list[Binding], line: int
-               ) -> list[Binding] | None:
-    """The bindings a read at `line` sees when the last one before it sits in a statement
-    list that also holds the read (a loop body: ``k = "..."`` then ``k = k.replace(...)``,
-    read below): that binding and the ``+=`` before it back to a plain assignment, all
-    of that list, run in order before the read in every pass. None when a binding of
-    the name follows the read inside that list (a loop could carry it back)."""
-    last = cands[-1]
-    if not (last.line < line <= last.block_end):
-        return None
-    chain: list[Binding] = []
-    for b in reversed(cands):
-        if b.block != last.block or (b.aug and b.loop is not None):
-            return None
-        chain.append(b)
-        if not b.aug:
-            break
-    else:
-        return None
-    if any(line < b.line <= last.block_end for b in binds):
-        return None
-    return chain[::-1]
 
 
 _MACRO_HEAD = re.compile(r"[ \t]*#[ \t]*define[ \t]+\w+\(([\w\s,]*)\)")

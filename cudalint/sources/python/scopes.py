@@ -5,7 +5,9 @@ use, record for each name the line, the value expression (a function or class na
 bound to its ``def``), whether it is a ``+=``, whether the statement belongs to the
 body itself (``direct``: not under ``if``/``for``/``try``), and, for a binding inside
 one ``for`` loop that is itself a statement of the body, that loop (``loop``): the
-``+=`` of a loop over constants can then be unrolled (resolve.py).
+``+=`` of a loop over constants can then be unrolled (resolve.py). :func:`one_block`
+and :func:`branch_chains` say which bindings a read sees when a name is rebound in one
+statement list, or extended with ``+=`` in the two branches of an ``if``/``else``.
 """
 from __future__ import annotations
 
@@ -120,3 +122,55 @@ class Scope:
         self._bindings.setdefault(name, []).append(
             Binding(line, value, False, direct, loop, self._block, self._looped,
                     self._block_end))
+
+
+def branch_chains(node: ast.AST, cands: list[Binding]) -> list[list[Binding]] | None:
+    """A name built with ``+=`` where some parts are appended in the two branches of
+    one ``if``/``else`` of the body (``code = ...; if c: code += a else: code += b;
+    code += ...``): the chain of bindings each branch gives, or None for any other
+    shape (an ``elif``, a plain assignment in a branch, parts in a loop body)."""
+    plain = [k for k, b in enumerate(cands) if not b.aug]
+    if not plain or not cands[plain[-1]].direct or cands[plain[-1]].value is None:
+        return None
+    first, rest = cands[plain[-1]], cands[plain[-1] + 1:]
+    nested = [b for b in rest if not b.direct and b.loop is None]
+    if not nested or any(b.looped for b in nested):
+        return None
+    ifs = [st for st in getattr(node, "body", []) if isinstance(st, ast.If)
+           and st.lineno <= nested[0].line <= (st.end_lineno or st.lineno)]
+    if len(ifs) != 1:
+        return None
+    branch = ifs[0]
+    if any(b.block not in (id(branch.body), id(branch.orelse)) for b in nested):
+        return None
+    around = [b for b in rest if b not in nested]
+    pre = [b for b in around if b.line < branch.lineno]
+    post = [b for b in around if b.line > (branch.end_lineno or branch.lineno)]
+    if len(pre) + len(post) != len(around):
+        return None
+    return [[first, *pre, *[b for b in nested if b.block == id(part)], *post]
+            for part in (branch.body, branch.orelse)]
+
+
+def one_block(binds: list[Binding], cands: list[Binding], line: int
+               ) -> list[Binding] | None:
+    """The bindings a read at `line` sees when the last one before it sits in a statement
+    list that also holds the read (a loop body: ``k = "..."`` then ``k = k.replace(...)``,
+    read below): that binding and the ``+=`` before it back to a plain assignment, all
+    of that list, run in order before the read in every pass. None when a binding of
+    the name follows the read inside that list (a loop could carry it back)."""
+    last = cands[-1]
+    if not (last.line < line <= last.block_end):
+        return None
+    chain: list[Binding] = []
+    for b in reversed(cands):
+        if b.block != last.block or (b.aug and b.loop is not None):
+            return None
+        chain.append(b)
+        if not b.aug:
+            break
+    else:
+        return None
+    if any(line < b.line <= last.block_end for b in binds):
+        return None
+    return chain[::-1]
