@@ -10,6 +10,7 @@ from cudalint import rule_url
 from cudalint.config import Settings
 from cudalint.context import FileContext, UnitContext
 from cudalint.diagnostics import CELL_KEY, Diagnostic, Edit, Finding, Fix, edit_rc
+from cudalint.model.instances import INSTANCE_RE, merged as merge_instances
 from cudalint.rule import Rule, all_rules
 from cudalint.selection import code_ignored, enabled_rules, per_file_ignored
 from cudalint.sources.base import SourceFile, Unit, file_kind
@@ -156,14 +157,34 @@ def lint_notebook(path: str, text: str, settings: Settings) -> FileResult:
 
 def _distinct(diagnostics) -> list[Diagnostic]:
     """One diagnostic per (code, place, message): a kernel string handed to several
-    RawKernel/RawModule calls is analysed once per call, but said once."""
-    seen: set[tuple] = set()
+    RawKernel/RawModule calls is analysed once per call, but said once; a finding
+    made alike in several instantiations of a template kernel (from their own launches)
+    is said once, naming them all (model/instances.py)."""
+    seen: dict[tuple, Diagnostic] = {}
+    merged: dict[int, tuple[list[str], list[str], str]] = {}
     out = []
     for d in diagnostics:
-        key = (d.code, d.start_offset, d.end_offset, d.message)
-        if key not in seen:
-            seen.add(key)
+        message = d.message
+        named = INSTANCE_RE.findall(message) if "instantiation `" in message else []
+        if len(named) == 1:
+            message = INSTANCE_RE.sub("\x00", message)
+        key = (d.code, d.start_offset, d.end_offset, message)
+        first = seen.get(key)
+        if first is None:
+            seen[key] = d
             out.append(d)
+            if len(named) == 1:
+                line, sep, label = named[0]
+                merged[id(d)] = ([line] if line else [], [label], sep)
+        elif len(named) == 1 and id(first) in merged:
+            line, _, label = named[0]
+            lines, labels, sep = merged[id(first)]
+            if label not in labels:
+                labels.append(label)
+                if line and line not in lines:
+                    lines.append(line)
+                first.message = key[3].replace("\x00", merge_instances(lines, labels, sep),
+                                               1).replace("launch at lines", "launches at lines")
     return out
 
 

@@ -7,6 +7,9 @@
 - ``consteval``: integer constant expressions and ``sizeof`` of the built-in types.
 - ``preproc``: the ``#if`` blocks that enclose a place (HIP branches and pre-Volta guards
   that rules stay silent in).
+- ``instances``: a template kernel as each launch of the project instantiates it
+  (template arguments bound, its launches' block shapes), read by the memory and sync
+  analyses (CL101-CL107, CL201, CL202).
 
 Every analysis and rule reads the model; the model reads only ``sources`` and ``parse``.
 """

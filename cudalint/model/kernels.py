@@ -80,7 +80,17 @@ class Function:
     """A function definition. Its name, spaces and body are read when the model lists
     the functions; everything else (parameters, template parameters, launch bounds,
     constants) on first use: most functions of a unit are host code no rule looks into.
+
+    A template instantiated by the project is a copy of its Function with its template
+    arguments bound (:mod:`cudalint.model.instances`): ``instance`` names it
+    (``reduce6<256>``), ``bindings`` and ``type_bindings`` hold the arguments.
     """
+    instance: str | None = None
+    bindings: dict[str, int] | None = None
+    type_bindings: dict[str, str] | None = None
+    # the launches that bind this instantiation (instances.InstanceLaunch), None when
+    # this is no instantiation
+    instance_launches: tuple | None = None
 
     def __init__(self, name: str, node: Node, name_node: Node, spaces: frozenset[str],
                  body: Node | None, declarator: Node | None = None,
@@ -128,6 +138,8 @@ class Function:
                 if tname is None:
                     continue
                 value = _eval(text(default), env) if default is not None else None
+                if self.bindings and text(tname) in self.bindings:
+                    value = self.bindings[text(tname)]
                 template_params[text(tname)] = value
                 if value is not None:
                     env[text(tname)] = value

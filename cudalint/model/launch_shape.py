@@ -15,7 +15,7 @@ block run of CL101-CL105), whatever number the source wrote.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING, Callable
 
@@ -83,6 +83,7 @@ class BlockShape:
     # the file line the shape was read from, computed only when a message needs it
     where: Callable[[], int | None] | None = field(default=None, compare=False, repr=False)
     file: str | None = field(default=None, compare=False)   # a launch in another file
+    instance: str | None = field(default=None, compare=False)   # `reduce6<256>`
 
     @property
     def line(self) -> int | None:
@@ -104,15 +105,38 @@ class BlockShape:
                  "launch_bounds": "__launch_bounds__",
                  "config": "the block-size setting"}.get(self.source, self.source)
         at = f" at line {self.line}" if self.line is not None else ""
+        if self.instance:
+            from cudalint.model.instances import mention
+            at += f", {mention(self.instance)}"
         return f"block {dims} from {where}{at}"
 
 
 
 def block_shape(ctx: "UnitContext", fn: "Function") -> BlockShape | None:
     """The block shape a kernel runs with, and where it came from (None: unknown). A
-    launch whose shape no GPU runs is left out, as if it were not there."""
-    launches = [l for l in ctx.model.launches
-                if l.kernel == fn.name and checked_block(l.block) is not None]
+    launch whose shape no GPU runs is left out, as if it were not there. An
+    instantiation of a template kernel runs with the blocks of the launches that bind
+    it (model/instances.py), and says which it is."""
+    shape = _block_shape(ctx, fn)
+    if shape is not None and fn.instance:
+        shape = replace(shape, instance=fn.instance)
+    return shape
+
+
+def _block_shape(ctx: "UnitContext", fn: "Function") -> BlockShape | None:
+    sites = fn.instance_launches
+    if sites is not None:
+        known = [s for s in sites if checked_block(s.block) is not None]
+        if len({s.block for s in known}) > 1:
+            return None
+        if known:
+            first = known[0]
+            shown = _shown(ctx, first.file) if first.file else None
+            return BlockShape(checked_block(first.block), "launch" if shown is None
+                              else "project-launch", first.line, file=shown)
+    launches = [] if sites is not None else \
+        [l for l in ctx.model.launches
+         if l.kernel == fn.name and checked_block(l.block) is not None]
     shapes = {l.block for l in launches}
     if len(shapes) == 1:
         first = launches[0].node.start_byte
@@ -121,8 +145,9 @@ def block_shape(ctx: "UnitContext", fn: "Function") -> BlockShape | None:
         return None
     # launches in other files of the project (or through a function pointer): all of
     # one shape, or none is assumed (project/index.py finds them)
-    elsewhere = [l for l in getattr(ctx.unit, "launches", None) or []
-                 if l.kernel == fn.name and checked_block(l.block) is not None]
+    elsewhere = [] if sites is not None else \
+        [l for l in getattr(ctx.unit, "launches", None) or []
+         if l.kernel == fn.name and checked_block(l.block) is not None]
     if elsewhere:
         if len({l.block for l in elsewhere}) > 1:
             return None

@@ -34,6 +34,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from cudalint.model.consteval import eval_int
+from cudalint.model.instances import split_args
 from cudalint.sources.macros import MacroDef, expand_expression, expand_text
 from cudalint.sources.signature import file_sig
 
@@ -75,6 +76,9 @@ class LaunchSite:
     line: int
     block: tuple[int, int, int] | None = None     # resolved (x, y, z), None: unknown
     through: str = ""               # the function pointer's name, when launched through one
+    # each template argument, evaluated in the launcher where it is an integer
+    # ("256" for <BLOCK>), else as written ("double")
+    template_values: tuple[str, ...] = ()
 
 
 @dataclass
@@ -478,10 +482,26 @@ class ProjectIndex:
                 pointed = [k for k in _pointer_targets(text[lo:hi], name) if k in kernels]
                 if pointed:
                     targets, through = pointed, name
+            tvalues = self._template_values(path, targs, text[lo:offset], env) \
+                if targs else ()
             for k in targets:
                 out.append(LaunchSite(k, targs, block_text, path, offset, line, block,
-                                      through))
+                                      through, tvalues))
         return out
+
+    def _template_values(self, path: str, targs: str, before: str,
+                         env: dict[str, int]) -> tuple[str, ...]:
+        """``<BLOCK, float>`` as ("256", "float"): integers through the launching
+        function's locals and the launcher's macros and constants."""
+        out = []
+        for arg in split_args(targs):
+            expr = arg
+            if _IDENT.fullmatch(arg):
+                expr = _local_init(before, arg) or arg
+            v = self.value(path, expr, env) if any(c.isdigit() for c in expr) or \
+                _IDENT.search(expr) else None
+            out.append(str(v) if v is not None else arg)
+        return tuple(out)
 
     def kernel_names(self, path: str) -> frozenset[str]:
         """The kernels ``path`` defines or sees in its project headers."""

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from cudalint.analysis.sync.cfg import BodyQueries
+from cudalint.model.instances import mention
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.analysis.sync.races import Race, RaceAnalysis
 from cudalint.analysis.sync.warp_reach import partial_warp_reason
@@ -17,7 +18,7 @@ def races_for(ctx, rule: str):
     facts = ctx.analysis(RaceAnalysis)
     by_second: dict[int, list[Race]] = {}
     for race in facts.races:
-        by_second.setdefault(race.second.id, []).append(race)
+        by_second.setdefault((race.second.id, race.kernel.instance), []).append(race)
     for races in by_second.values():
         # a later access that races with another warp is CL102 (a __syncthreads() fixes
         # every pair); only when all its partners are lanes of its own warp is it CL101
@@ -49,6 +50,8 @@ def describe(race: Race, ctx) -> tuple[str, str, str]:
     else:
         write, read = second, first
         example = f"thread {t_second} overwrites what thread {t_first} read"
+    if race.kernel.instance:        # a template kernel as a launch instantiates it
+        example += f", in {mention(race.kernel.instance)}"
     return write, read, example
 
 
@@ -120,7 +123,7 @@ def warp_exchanges(ctx) -> list[Exchange]:
     by_array: dict[tuple[int, str], list[Race]] = {}
     for _, races in races_for(ctx, "CL101"):
         for r in races:
-            by_array.setdefault((r.kernel.node.id, r.array), []).append(r)
+            by_array.setdefault((r.kernel.node.id, r.kernel.instance, r.array), []).append(r)
     queries = ctx.analysis(BodyQueries)
     out: list[Exchange] = []
     for races in by_array.values():

@@ -109,6 +109,8 @@ def kernels_of(path: Path) -> list[dict]:
     model = Model(parse(path.read_bytes()))
     out = []
     for fn in model.kernels:
+        if fn.is_template:
+            continue            # instantiations: tools/gputruth/templates.py
         launches = [l for l in model.launches if l.kernel == fn.name]
         if not launches or launches[0].block is None:
             continue

@@ -23,6 +23,7 @@ from cudalint.analysis.memory.lane_values import (BLOCK_IDX_SAMPLES, COUNTER_SAM
                                                   WARP, Opaque, Ptr, _binop, _columns,
                                                   _plus_scaled, _sample_invariant,
                                                   _sampled_columns)
+from cudalint.model.instances import bound_type, instance_array
 from cudalint.model.launch_shape import BlockShape
 from cudalint.model.types import VECTOR_COMPONENT as _VECTOR_COMPONENT, StructType, type_size
 from cudalint.parse import captures, text
@@ -106,6 +107,8 @@ class KernelLanes:
     def type_size(self, name: str) -> int | None:
         """sizeof a type: a built-in, a struct of the unit, or a name that a typedef, a
         ``using`` alias or an object-like macro of the unit gives one of those."""
+        if self.fn.type_bindings:
+            name = bound_type(self.fn, name)
         size = type_size(name, self.structs)
         if size is None:
             size = _alias_size(self.ctx, " ".join(name.replace("const", " ").split()),
@@ -540,9 +543,10 @@ class KernelLanes:
                 continue
             if decl_node is not None and a.node.id != decl_node.id:
                 continue
-            if decl_node is None and a.function is not None and a.function is not self.fn:
+            if decl_node is None and a.function is not None and \
+                    a.function.node is not self.fn.node:
                 continue
-            return a
+            return instance_array(self.fn, a)
         return None
 
     def _array_ptr(self, arr: "ArrayDecl") -> Ptr:

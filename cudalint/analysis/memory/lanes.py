@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from tree_sitter import Node
@@ -38,8 +38,10 @@ from tree_sitter import Node
 from cudalint.analysis.memory.figures import Access, wavefronts
 from cudalint.analysis.memory.kernel_lanes import KernelLanes, _declared
 from cudalint.analysis.memory.lane_values import UNKNOWN, WARP, Opaque
-from cudalint.analysis.memory.loops import bounded_trip, loop_nodes
+from cudalint.analysis.memory.loops import bounded_trip, counted_loop, loop_nodes
 from cudalint.analysis.memory.symbolic import identify
+from cudalint.model.consteval import eval_int
+from cudalint.model.instances import Instances
 from cudalint.model.launch_shape import BlockShape, block_shape
 from cudalint.model.types import StructType
 from cudalint.model.types import struct_types as _struct_types
@@ -63,7 +65,7 @@ class LaneAnalysis:
         # engine reads the thread index from nothing else): no figure to report
         if b"threadIdx" not in ctx.unit.data:
             return
-        kernels = [k for k in ctx.model.kernels
+        kernels = [k for k in ctx.analysis(Instances).kernels()
                    if k.body is not None and b"threadIdx" in k.body.text]
         structs: dict[str, StructType] = {}
 
@@ -168,7 +170,8 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
     declared = block_shape(ctx, fn)
     any_block = declared is None and _one_dimensional(fn) and _no_known_block(ctx, fn)
     if any_block:
-        declared = ANY_1D_BLOCK
+        declared = ANY_1D_BLOCK if not fn.instance else \
+            replace(ANY_1D_BLOCK, instance=fn.instance)
     blocks[fn.name] = declared
     if declared is None:
         return []
@@ -180,9 +183,12 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
     targets = []
     up = _Parents(fn.body)
     mentions = _Mentions(fn.body, dependent)
+    dead = _dead_loops(fn)
     for node in candidates:
         if _is_inner(node, up):
             continue
+        if dead and any(lp.start_byte <= node.start_byte < lp.end_byte for lp in dead):
+            continue                            # in a loop that runs no iteration
         target = node
         parent = up(node)
         while parent is not None and parent.type == "field_expression" and \
@@ -212,6 +218,26 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
         out = _same_for_any_block(ctx, fn, structs, values, out, targets, up)
     if out:
         loop_depths(lanes, fn, candidates, out, up)
+    return out
+
+
+def _dead_loops(fn: "Function") -> list[Node]:
+    """Counted loops that run no iteration (``for (i = 3; i < stride; ++i)`` in the
+    instantiation with ``stride`` = 3): what is in them is never executed. Start and
+    bound must be compile-time constants (a run-time bound that every sample happens to
+    give one value is not known)."""
+    if fn.body is None or b"for" not in fn.body.text:
+        return []
+    env = fn.constants
+
+    def int_values(node: Node) -> tuple | None:
+        v = eval_int(text(node), env)
+        return (v,) if v is not None else None
+    out = []
+    for lp in loop_nodes(fn.body):
+        counted = counted_loop(int_values, lp)
+        if counted is not None and counted.trip is not None and counted.trip <= 0:
+            out.append(lp)
     return out
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
+from cudalint.model.instances import bind_call
 from cudalint.parse import captures
 from cudalint.analysis.sync.block_log import GiveUp
 from cudalint.analysis.sync.callees import LANE_FUNCS, MAX_INLINE_DEPTH, PURE, WARP_INTRINSICS
@@ -74,6 +75,8 @@ class CallEval:
             return None
         callee = self.functions.get(short)
         if callee is not None and callee.body is not None:
+            if fnode.type == "template_function" and callee.is_template:
+                callee = self.instantiate(callee, fnode, act) or callee
             return self.inline(callee, arg_nodes, act)
         vals = [self.eval(a, act) for a in arg_nodes]
         if short in ("min", "max", "umin", "umax", "imin", "imax") and len(vals) == 2:
@@ -121,6 +124,17 @@ class CallEval:
         self.block_barrier()       # an unknown method (CUB, cuda::barrier): may sync
         return None
 
+    def instantiate(self, callee: "Function", fnode: Node, act: int) -> "Function | None":
+        """``f<a, b>(...)``: the device function with its template arguments bound (the
+        caller's values; types through the caller's instantiation), None if unknown."""
+        targs = fnode.child_by_field_name("arguments")
+        args = [c for c in (targs.named_children if targs is not None else [])
+                if c.type != "comment"]
+        values = [v if isinstance(v, int) else None
+                  for v in (self.eval(a, act) if a.type != "type_descriptor" else None
+                            for a in args)]
+        return bind_call(callee, args, values, self.fn.type_bindings)
+
     def inline(self, callee: "Function", arg_nodes: list[Node], act: int):
         if self.depth >= MAX_INLINE_DEPTH:
             raise GiveUp("inline depth")
@@ -143,7 +157,7 @@ class CallEval:
             return None
         saved_scopes = self.scopes
         saved_groups = self.groups
-        self.scopes = [self._bind_params(callee, vals)]
+        self.scopes = [{**(callee.bindings or {}), **self._bind_params(callee, vals)}]
         self.groups = self.memo.groups(callee.body)
         frame = Frame()
         self.frames.append(frame)

@@ -63,6 +63,7 @@ from cudalint.analysis.sync.cfg import BodyQueries
 from cudalint.analysis.sync.interval import quiet_kernel
 from cudalint.analysis.sync.unit_memo import UnitMemo
 from cudalint.analysis.sync.values import SharedVar
+from cudalint.model.instances import Instances
 from cudalint.model.launch_shape import block_shape
 from cudalint.model.types import struct_types
 
@@ -179,7 +180,7 @@ class RaceAnalysis:
         self._conflicts: dict[int, WriteConflict] = {}
         self._deferred: list = []
         self.incomplete: dict[str, str] = {}
-        kernels = [k for k in ctx.model.kernels if k.body is not None]
+        kernels = [k for k in ctx.analysis(Instances).kernels() if k.body is not None]
         self._kernel_fns = kernels
         if not kernels:
             return

@@ -1,0 +1,384 @@
+"""Template instantiations: a template kernel as each launch of the project binds it.
+
+nvcc compiles a template kernel once per set of template arguments the program names,
+and each instantiation is its own kernel: ``reduce6<256>`` runs ``if (blockSize >= 64)``
+with the 64 known, ``transpose<double>`` has 8-byte tile elements, ``eval_image<3>``
+runs no iteration of ``for (i = 3; i < stride; ++i)``. Read as written, with its template
+parameters unknown, such a kernel is silent or wrong in the memory and sync analyses.
+
+:class:`Instances` (``ctx.analysis(Instances)``) finds, for each template kernel of a
+unit, the template arguments the project gives it: launches ``k<256><<<...>>>`` and
+other mentions ``linear_kernel(k<3>, ...)`` in the unit's host code (arguments evaluated
+with the enclosing function's constants, and through the instantiations of an enclosing
+host template), and launches in other files (``Unit.launches``, whose arguments the
+project index evaluated in the launcher). Each distinct binding is a copy of the
+kernel's :class:`~cudalint.model.kernels.Function` with the arguments bound
+(:func:`bind`): its ``constants`` hold the values, its ``type_bindings`` the types,
+``instance`` names it, ``instance_launches`` are the launches that made it (their block
+shapes are the instance's: :func:`~cudalint.model.launch_shape.block_shape`). A kernel
+no mention binds, or one that some mention leaves unknown (arguments deduced or not
+evaluable), is analysed as written too, as before. The block run binds the template
+arguments of a device function at each call (``warpReduce<blockSize>(sdata, tid)``)
+with the same :func:`bind`.
+
+A finding made the same way in several instantiations is said once: the engine merges
+messages that differ only in the instantiation named (:data:`INSTANCE_RE`).
+"""
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable
+
+from tree_sitter import Node
+
+from cudalint.model.consteval import eval_int, sizeof_type
+from cudalint.parse import text
+
+if TYPE_CHECKING:
+    from cudalint.context import UnitContext
+    from cudalint.model.kernels import ArrayDecl, Function, Model
+
+MAX_INSTANCES = 8          # per template: past it, the rest are not analysed
+# bytes of kernel body analysed per template, all instantiations together: a 20 KB
+# implicit-GEMM kernel launched with 24 argument sets (torchsparse) is analysed once,
+# a 1 KB reduction once per launch (each instantiation costs a full analysis)
+INSTANCE_BUDGET = 24_000
+MAX_NESTING = 3            # host templates around a launch followed this deep
+INSTANCE_RE = re.compile(r"(?: at line (\d+))?(, (?:in )?)instantiation `([^`]+)`")
+SHOWN = 3                  # instantiations a merged message names before "and N more"
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class TemplateParam:
+    name: str
+    kind: str                   # "type" | "value"
+    default: str | None         # the default argument's text
+
+
+@dataclass(frozen=True)
+class InstanceLaunch:
+    """A launch that binds an instantiation: its block (None: unknown), where."""
+    block: tuple[int, int, int] | None
+    line: Callable[[], int | None] | None
+    file: str | None = None     # another file of the project (None: this unit)
+
+
+def mention(label: str) -> str:
+    """How a message names an instantiation (the engine merges on this form)."""
+    return f"instantiation `{label}`"
+
+
+def merged(lines: list[str], labels: list[str], sep: str) -> str:
+    """The launch lines and instantiations of a finding made alike in several."""
+    at = ""
+    if len(lines) == 1:
+        at = f" at line {lines[0]}"
+    elif lines:
+        at = f" at lines {', '.join(lines[:SHOWN])}" + (
+            f" and {len(lines) - SHOWN} more" if len(lines) > SHOWN else "")
+    if len(labels) == 1:
+        return f"{at}{sep}{mention(labels[0])}"
+    shown = ", ".join(f"`{n}`" for n in labels[:SHOWN])
+    more = f" and {len(labels) - SHOWN} more" if len(labels) > SHOWN else ""
+    return f"{at}{sep}instantiations {shown}{more}"
+
+
+def template_params(fn: "Function") -> list[TemplateParam] | None:
+    """The template parameters of ``fn`` in order; None when it is no template or has
+    a parameter pack or a template template parameter (not bound here)."""
+    parent = fn._parent
+    if parent is None or parent.type != "template_declaration":
+        return None
+    plist = parent.child_by_field_name("parameters")
+    out = []
+    for tp in plist.named_children if plist is not None else []:
+        t = tp.type
+        if t == "comment":
+            continue
+        if t == "type_parameter_declaration":
+            names = [c for c in tp.named_children if c.type == "type_identifier"]
+            if len(names) != 1:
+                return None
+            out.append(TemplateParam(text(names[0]), "type", None))
+        elif t == "optional_type_parameter_declaration":
+            name, default = tp.child_by_field_name("name"), tp.child_by_field_name(
+                "default_type")
+            if name is None:
+                return None
+            out.append(TemplateParam(text(name), "type",
+                                     text(default) if default is not None else None))
+        elif t in ("parameter_declaration", "optional_parameter_declaration"):
+            name = tp.child_by_field_name("declarator")
+            if name is None or name.type != "identifier":
+                return None
+            default = tp.child_by_field_name("default_value")
+            out.append(TemplateParam(text(name), "value",
+                                     text(default) if default is not None else None))
+        else:
+            return None
+    return out
+
+
+def split_args(args: str) -> list[str]:
+    """``<a, b<c, d>, (e > f)>`` as ``['a', 'b<c, d>', '(e > f)']``."""
+    s = args.strip()
+    if s.startswith("<") and s.endswith(">"):
+        s = s[1:-1]
+    parts, depth, cur = [], 0, []
+    for c in s:
+        if c in "([{<":
+            depth += 1
+        elif c in ")]}>":
+            depth -= 1
+        if c == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(c)
+    last = "".join(cur).strip()
+    if last or parts:
+        parts.append(last)
+    return parts
+
+
+def _type_text(arg: str, types: dict[str, str] | None) -> str:
+    arg = _SPACES.sub(" ", arg.strip())
+    if types:
+        arg = re.sub(r"[A-Za-z_]\w*", lambda m: types.get(m.group(0), m.group(0)), arg)
+    return arg
+
+
+def binding(fn: "Function", args: list[str], env: dict[str, int],
+            types: dict[str, str] | None = None,
+            values: list[int | None] | None = None,
+            known_type: Callable[[str], bool] | None = None
+            ) -> tuple[dict[str, int], dict[str, str]] | None:
+    """The template parameters of ``fn`` bound to ``args`` (texts, evaluated in ``env``;
+    ``values`` when the caller already has them; types of an enclosing instantiation in
+    ``types``), defaults for the rest; None when one is left unknown (a type argument
+    ``known_type`` does not know counts as unknown)."""
+    params = template_params(fn)
+    if not params or len(args) > len(params):
+        return None
+    vals: dict[str, int] = {}
+    tys: dict[str, str] = {}
+    local = dict(env)
+    for k, p in enumerate(params):
+        arg = args[k] if k < len(args) else p.default
+        if arg is None:
+            return None                 # deduced from the call's arguments: not here
+        if p.kind == "type":
+            t = _type_text(arg, types if k < len(args) else tys)
+            if not t or (known_type is not None and not known_type(t)):
+                return None             # scalar_t of a dispatch macro: not known here
+            tys[p.name] = t
+            continue
+        v = values[k] if values is not None and k < len(values) and k < len(args) \
+            else None
+        if v is None:
+            v = eval_int(arg, local)
+        if v is None:
+            return None
+        vals[p.name] = v
+        local[p.name] = v               # a later default may use it
+    return vals, tys
+
+
+def bind(fn: "Function", vals: dict[str, int], tys: dict[str, str],
+         launches: tuple[InstanceLaunch, ...] | None = None) -> "Function":
+    """A copy of ``fn`` with its template parameters bound."""
+    params = template_params(fn) or []
+    shown = [tys[p.name] if p.kind == "type" else str(vals[p.name]) for p in params
+             if p.name in tys or p.name in vals]
+    clone = copy.copy(fn)
+    for cached in ("_header", "constants", "params"):
+        clone.__dict__.pop(cached, None)
+    clone.instance = f"{fn.name}<{', '.join(shown)}>"
+    clone.bindings = dict(vals)
+    clone.type_bindings = dict(tys)
+    clone.instance_launches = launches
+    if tys:
+        clone.params = [replace(p, base_type=_type_text(p.base_type, tys))
+                        for p in fn.params]
+    return clone
+
+
+def bound_type(fn: "Function", type_text: str) -> str:
+    """``type_text`` with the type parameters ``fn`` binds replaced (``T`` -> double)."""
+    tys = fn.type_bindings
+    return _type_text(type_text, tys) if tys else type_text
+
+
+def instance_array(fn: "Function", arr: "ArrayDecl") -> "ArrayDecl":
+    """An array declared in ``fn`` as an instantiation declares it: element type and
+    sizes with the template arguments bound."""
+    if not fn.instance or arr.function is None or arr.function.node.id != fn.node.id:
+        return arr
+    copied = copy.copy(arr)
+    copied.__dict__.pop("dims", None)
+    copied.elem_type = bound_type(fn, arr.elem_type)
+    copied.function = fn
+    return copied
+
+
+class Instances:
+    """The instantiations of a unit's template kernels (``ctx.analysis(Instances)``)."""
+
+    def __init__(self, ctx: "UnitContext"):
+        self.ctx = ctx
+        self.model: "Model" = ctx.model
+        self._memo: dict[int, list["Function"]] = {}
+        self._host: dict[int, list["Function"]] = {}
+        self._depth = 0
+        self._structs: frozenset[str] | None = None
+
+    def known_type(self, t: str) -> bool:
+        """A type whose layout the analyses know: a built-in or vector type, a struct
+        of the unit, or a pointer (a type of a library or a dispatch macro is not)."""
+        if t.endswith("*") or sizeof_type(t) is not None:
+            return True
+        if self._structs is None:
+            self._structs = frozenset(
+                text(n.child_by_field_name("name")) for n in self.model.nodes("struct"))
+        return t in self._structs
+
+    def kernels(self) -> list["Function"]:
+        """The unit's kernels, each template kernel as the instantiations the project
+        makes of it (and as written when one is unknown or there is none)."""
+        out: list["Function"] = []
+        data = self.ctx.unit.data
+        for fn in self.model.kernels:
+            if b"template" in data and fn.is_template:
+                out.extend(self.of(fn))
+            else:
+                out.append(fn)
+        return out
+
+    def of(self, fn: "Function") -> list["Function"]:
+        got = self._memo.get(fn.node.id)
+        if got is None:
+            got = self._memo[fn.node.id] = self._instances(fn, kernel=True)
+        return got
+
+    def _instances(self, fn: "Function", kernel: bool) -> list["Function"]:
+        if template_params(fn) is None:
+            return [fn]
+        found: dict[tuple, tuple[dict, dict, list[InstanceLaunch]]] = {}
+        unknown = False
+        for node, host_insts in self._mentions(fn):
+            launch = node.parent if node.parent is not None and \
+                node.parent.type == "call_expression" and any(
+                    c.type == "kernel_call_syntax" for c in node.parent.children) else None
+            args_node = node.child_by_field_name("arguments")
+            args = [text(c) for c in (args_node.named_children if args_node else [])
+                    if c.type != "comment"]
+            for host in host_insts:
+                env = host.constants if host is not None else self.model.constants
+                got = binding(fn, args, env, host.type_bindings if host is not None
+                              else None, known_type=self.known_type)
+                if got is None:
+                    unknown = True
+                    continue
+                key = (tuple(sorted(got[0].items())), tuple(sorted(got[1].items())))
+                entry = found.setdefault(key, (got[0], got[1], []))
+                if launch is not None:
+                    entry[2].append(self._unit_launch(launch, host, env))
+        if kernel:
+            for site in getattr(self.ctx.unit, "launches", None) or []:
+                if site.kernel != fn.name:
+                    continue
+                if not site.template_args:
+                    unknown = unknown or any(p.default is None
+                                             for p in template_params(fn) or [])
+                    continue
+                args = list(getattr(site, "template_values", ()) or
+                            split_args(site.template_args))
+                got = binding(fn, args, self.model.constants,
+                              known_type=self.known_type)
+                if got is None:
+                    unknown = True
+                    continue
+                key = (tuple(sorted(got[0].items())), tuple(sorted(got[1].items())))
+                entry = found.setdefault(key, (got[0], got[1], []))
+                entry[2].append(InstanceLaunch(site.block, (lambda s=site: s.line),
+                                               site.file))
+            for launch in self.model.launches:
+                if launch.kernel == fn.name and launch.node.child_by_field_name(
+                        "function").type != "template_function":
+                    unknown = unknown or any(p.default is None
+                                             for p in template_params(fn) or [])
+        if not found:
+            return [fn]
+        size = fn.body.end_byte - fn.body.start_byte if fn.body is not None else 0
+        most = min(MAX_INSTANCES, max(1, INSTANCE_BUDGET // max(1, size)))
+        out = [bind(fn, vals, tys, tuple(sites) if kernel else None)
+               for vals, tys, sites in list(found.values())[:most]]
+        return ([fn] if unknown else []) + out
+
+    def _unit_launch(self, launch: Node, host: "Function | None",
+                     env: dict[str, int]) -> InstanceLaunch:
+        cfg = next((c for c in launch.children if c.type == "kernel_call_syntax"), None)
+        config = [c for c in cfg.named_children if c.type != "comment"] if cfg else []
+        block = self.model.resolve_dim3(config[1], host, env) if len(config) > 1 else None
+        start = launch.start_byte
+        unit = self.ctx.unit
+
+        def line() -> int | None:
+            try:
+                return unit.file.position(unit.file_offset(start))[0]
+            except Exception:
+                return None
+        return InstanceLaunch(block, line)
+
+    def _mentions(self, fn: "Function"):
+        """(template_function node, the enclosing host function's instantiations or
+        [None] at file scope) of each mention of ``fn`` with template arguments outside
+        its own definition."""
+        data = self.ctx.unit.data
+        name = fn.name.encode()
+        root = self.model.root
+        for m in re.finditer(rb"(?<![\w.])" + re.escape(name) + rb"\s*<", data):
+            if fn.node.start_byte <= m.start() < fn.node.end_byte:
+                continue
+            node = root.named_descendant_for_byte_range(m.start(), m.start() + len(name))
+            while node is not None and node.type in ("identifier",
+                                                     "qualified_identifier"):
+                node = node.parent
+            if node is None or node.type != "template_function":
+                continue
+            host = self.model.enclosing_function(node)
+            if host is not None and host.is_device and not host.is_kernel and \
+                    "__host__" not in host.spaces:
+                continue                # device code: bound at the call by the block run
+            if host is None:
+                yield node, [None]
+            elif host.is_template:
+                if self._depth >= MAX_NESTING:
+                    continue
+                self._depth += 1
+                try:
+                    insts = self._host.get(host.node.id)
+                    if insts is None:
+                        insts = self._host[host.node.id] = [
+                            h for h in self._instances(host, kernel=False) if h.instance]
+                finally:
+                    self._depth -= 1
+                if insts:
+                    yield node, insts
+            else:
+                yield node, [host]
+
+
+def bind_call(callee: "Function", args: list[Node], values: list[int | None],
+              types: dict[str, str] | None) -> "Function | None":
+    """A device function called as ``f<a, b>(...)``, its template parameters bound to the
+    call's arguments (``values``: those the caller evaluated); None when one is left
+    unknown."""
+    got = binding(callee, [text(a) for a in args], {}, types, values,
+                  known_type=lambda t: t.endswith("*") or sizeof_type(t) is not None)
+    if got is None:
+        return None
+    return bind(callee, got[0], got[1])
