@@ -76,6 +76,25 @@ def test_wrapper_of_another_module_of_the_project():
     assert not lex.kernels and not lex.unread and len(lex.wrappers) == 1
 
 
+def test_a_function_of_another_module_that_compiles_its_own_kernel_is_not_a_wrapper(
+        tmp_path):
+    """Calling a function that compiles a kernel written inside it (chainer's
+    conv.im2col_gpu) is not a compile call: its kernel is read where it is written."""
+    (tmp_path / "lib.py").write_text(
+        "import cupy\n"
+        "def im2col(x):\n"
+        "    k = cupy.ElementwiseKernel('T a', 'T b', 'b = a', 'im2col')\n"
+        "    return k(x)\n"
+        "def build(src):\n"
+        "    return cupy.RawKernel(src, 'k')\n")
+    use = tmp_path / "use.py"
+    use.write_text("from lib import build, im2col\n"
+                   "y = im2col(x)\n"
+                   "k = build('__global__ void k() {}')\n")
+    ex = extract_python_units(use.read_text(), str(use))
+    assert [(k.call_start, k.name) for k in ex.kernels] == [(48, "k")] and not ex.unread
+
+
 def test_wrapper_modules_are_cache_dependencies():
     from cudalint.sources.python.modules import python_deps
     path = FIXTURES / "CL104" / "python_wrapper.py"

@@ -40,6 +40,38 @@ _LOADS = "loads a compiled module (`path=`: a cubin, ptx or hsaco file), no CUDA
 _NO_SOURCE = "no source argument (CuPy raises TypeError)"
 
 
+def _from_parameters(fn: ast.FunctionDef, call: ast.Call) -> bool:
+    """Does an argument of `call` depend on a parameter of `fn` (directly, or through
+    the names `fn` assigns)? A function that compiles a kernel of its own, whatever
+    its caller passes (chainer's conv.im2col_gpu), is not a wrapper: its kernel is read
+    where it is written, once."""
+    a = fn.args
+    params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+    params |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+    uses: dict[str, set[str]] = {}
+    for n in ast.walk(fn):
+        targets = n.targets if isinstance(n, ast.Assign) else \
+            [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else []
+        if not targets or getattr(n, "value", None) is None:
+            continue
+        names = {m.id for m in ast.walk(n.value) if isinstance(m, ast.Name)}
+        for t in targets:
+            for m in ast.walk(t):
+                if isinstance(m, ast.Name):
+                    uses.setdefault(m.id, set()).update(names)
+    todo = [m.id for e in [*call.args, *(k.value for k in call.keywords)]
+            for m in ast.walk(e) if isinstance(m, ast.Name)]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in params:
+            return True
+        if name not in seen:
+            seen.add(name)
+            todo.extend(uses.get(name, ()))
+    return False
+
+
 def _returned_name(fn: ast.FunctionDef, ex: Extractor, scope) -> str | None:
     """``return module.get_function(name)``: the kernel name a wrapper hands back."""
     for st in fn.body:
@@ -197,7 +229,7 @@ class Collector(LaunchReader, Snippets):
         for sub in ast.walk(fn):
             if isinstance(sub, ast.Call):
                 api = self.apis.get(self.ex.qualname(sub.func) or "")
-                if api is not None:
+                if api is not None and _from_parameters(fn, sub):
                     label = f"{fn.name} ({api.label})"
                     self.derived[id(call)] = (mod, fn, sub, api)
                     return replace(api, label=label)
