@@ -332,6 +332,8 @@ def _text(data: bytes) -> str:
 
 
 def _byte_to_char(text: str) -> list[int]:
+    if text.isascii():          # one byte per character (most CMake files)
+        return list(range(len(text) + 1))
     table = []
     for i, ch in enumerate(text):
         table.extend([i] * len(ch.encode("utf-8", "surrogatepass")))
