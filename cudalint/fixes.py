@@ -154,16 +154,18 @@ _NOT_NOQA = frozenset({"CL001", "CL002"})
 
 def add_noqa(text: str, kind: str, diagnostics: list[Diagnostic]) -> tuple[str, int, int]:
     """``--add-noqa``: ``text`` with a noqa comment for every finding shown (merged into
-    the line's comment when it has one), the number of codes added, and the number of
-    findings no comment could be written for (a line continued with a backslash, or a
-    Python-level finding on a line that ends inside a string: a comment there would
-    change the string). A notebook's comments go into its cells."""
+    the line's comment when it has one; a line continued with a backslash gets it where
+    the continued line ends), the number of codes added, and the number of findings no
+    comment could be written for (a Python-level finding on a line that ends inside a
+    string: a comment there would change the string). A notebook's comments go into its
+    cells."""
     if kind == "notebook":
         return _add_noqa_notebook(text, diagnostics)
     from cudalint.rule import all_rules
-    from cudalint.suppressions import noqa_edit, rows_ending_inside_strings
+    from cudalint.suppressions import comment_row, noqa_edit, rows_ending_inside_strings
     rules = all_rules()
     string_rows = rows_ending_inside_strings(text) if kind == "python" else set()
+    lines = text.split("\n")
     wanted: dict[int, list[str]] = {}
     for d in diagnostics:
         if d.suppressed or d.code in _NOT_NOQA:
@@ -175,7 +177,8 @@ def add_noqa(text: str, kind: str, diagnostics: list[Diagnostic]) -> tuple[str, 
     for row in sorted(wanted, reverse=True):        # bottom up: offsets above stay put
         for code in sorted(wanted[row]):
             rule = rules.get(code)
-            if row in string_rows and (rule is None or rule.target != "unit"):
+            at = comment_row(lines, row) if 1 <= row <= len(lines) else row
+            if at in string_rows and (rule is None or rule.target != "unit"):
                 skipped += 1                         # a Python string, not CUDA source
                 continue
             edit = noqa_edit(text, kind, row, code, string_rows)
@@ -209,12 +212,12 @@ def add_noqa_files(targets, results) -> tuple[int, int, int]:
 
 
 def parse_noqa_codes(text: str, row: int, code: str) -> bool:
-    """Does ``row`` already suppress ``code``?"""
-    from cudalint.suppressions import parse_suppressions
+    """Does ``row`` already suppress ``code`` (a continued row: where its line ends)?"""
+    from cudalint.suppressions import comment_row, parse_suppressions
     lines = text.split("\n")
     if not 1 <= row <= len(lines):
         return False
-    return parse_suppressions(lines[row - 1]).match(code, 1) is not None
+    return parse_suppressions(lines[comment_row(lines, row) - 1]).match(code, 1) is not None
 
 
 def _add_noqa_notebook(text: str, diagnostics: list[Diagnostic]) -> tuple[str, int, int]:

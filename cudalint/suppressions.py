@@ -4,6 +4,10 @@
   ``noqa`` suppresses everything on that line. In a Python file the comment may also be
   written inside the CUDA string, on the line that holds the reported code.
 * file: ``// cudalint: noqa`` or ``# cudalint: noqa: CL203`` anywhere in the file.
+* a line continued with ``\\`` (a macro body, a Python line continuation) cannot hold a
+  comment -- a ``//`` one would swallow the next line into the comment, a ``#`` one is a
+  Python syntax error -- so its noqa is the one on the row that ends the continued line,
+  as ruff reads continuation lines; :func:`noqa_edit` writes it there too.
 
 Writing one (:func:`noqa_edit`: the language server's "Disable for this line" and
 ``--add-noqa``): the code joins the line's comment, or a comment is added at the end of the
@@ -40,12 +44,13 @@ class Directive:
 class Suppressions:
     lines: dict[int, Directive]
     file: list[Directive]
+    continued: dict[int, int] = field(default_factory=dict)   # row -> its line's end row
 
     def match(self, code: str, row: int) -> Directive | None:
         for d in self.file:
             if d.codes is None or code in d.codes:
                 return d
-        d = self.lines.get(row)
+        d = self.lines.get(row) or self.lines.get(self.continued.get(row, row))
         if d is not None and (d.codes is None or code in d.codes):
             return d
         return None
@@ -58,8 +63,15 @@ def parse_suppressions(text: str) -> Suppressions:
         return Suppressions(lines, files)
     row = 0
     pos = 0
+    continued: dict[int, int] = {}
+    start = None                          # first row of the continued line being read
     for line in text.split("\n"):
         row += 1
+        if _continues(line):
+            start = row if start is None else start
+        elif start is not None:
+            continued.update(dict.fromkeys(range(start, row), row))
+            start = None
         lower = line.lower()
         if "noqa" in lower:
             fm = _FILE.search(line)
@@ -70,7 +82,31 @@ def parse_suppressions(text: str) -> Suppressions:
                 if m:
                     lines[row] = _directive(m, row, pos)
         pos += len(line) + 1
-    return Suppressions(lines, files)
+    if start is not None:                 # the last row ends the file's last line
+        continued.update(dict.fromkeys(range(start, row), row))
+    return Suppressions(lines, files, continued)
+
+
+def _continues(line: str) -> bool:
+    """Does the line continue on the next (it ends with ``\\``)?"""
+    return line.rstrip("\r").rstrip().endswith("\\")
+
+
+def continued_to(lines: list[str], row: int) -> int:
+    """The row (1-based) that ends the continued line ``row`` is part of: ``row`` itself
+    unless it ends with ``\\``."""
+    while row < len(lines) and _continues(lines[row - 1]):
+        row += 1
+    return row
+
+
+def comment_row(lines: list[str], row: int) -> int:
+    """The row whose noqa comment applies to a finding on ``row`` (what
+    :meth:`Suppressions.match` reads): its own when it has one, else the row that ends
+    its continued line."""
+    if "noqa" in lines[row - 1].lower() and parse_suppressions(lines[row - 1]).lines:
+        return row
+    return continued_to(lines, row)
 
 
 def _directive(m: re.Match, row: int, line_start: int, file_level: bool = False) -> Directive:
@@ -114,12 +150,14 @@ def rows_ending_inside_strings(text: str) -> set[int]:
 def noqa_edit(text: str, kind: str, row: int, code: str,
               string_rows: set[int] | None = None) -> Edit | None:
     """The edit that suppresses ``code`` on 1-based ``row`` (cudalint rows: split on
-    ``\\n``), or None when the line cannot take a comment (it continues with ``\\``) or
-    already suppresses the code. ``string_rows``: :func:`rows_ending_inside_strings` of a
-    Python text, when the caller has them."""
+    ``\\n``; a row continued with ``\\`` and no noqa comment of its own: the row that
+    ends its line), or None when that row already suppresses the code (or is the file's
+    last and continued). ``string_rows``: :func:`rows_ending_inside_strings` of a Python
+    text, when the caller has them."""
     lines = text.split("\n")
     if not 1 <= row <= len(lines):
         return None
+    row = comment_row(lines, row)       # a continued line's comment goes where it ends
     line_start = sum(len(line) + 1 for line in lines[:row - 1])
     line = lines[row - 1]
     directive = parse_suppressions(line).lines.get(1)
@@ -130,7 +168,7 @@ def noqa_edit(text: str, kind: str, row: int, code: str,
         return Edit(at, at, f", {code}")
     content = line.rstrip("\r").rstrip()
     if content.endswith("\\"):
-        return None               # a macro or string continued on the next line
+        return None               # the file's last row, continued
     if kind == "python":
         if string_rows is None:
             string_rows = rows_ending_inside_strings(text)

@@ -474,7 +474,8 @@ def test_line_index_encodings():
 
 
 def test_noqa_edit_syntax():
-    assert noqa_edit("x;\\\ny;\n", "cuda", 1, "CL104") is None        # macro continuation
+    e = noqa_edit("x;\\\ny;\n", "cuda", 1, "CL104")          # a macro continuation:
+    assert (e.start, e.content) == (6, "  // noqa: CL104")      # where its line ends
     assert noqa_edit("x;  # noqa\n", "python", 1, "CL104") is None      # bare noqa
     e = noqa_edit("x = 1  # noqa: E501\n", "python", 1, "CL104")
     assert (e.start, e.content) == (len("x = 1  # noqa: E501"), ", CL104")
