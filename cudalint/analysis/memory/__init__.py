@@ -29,6 +29,9 @@
   paths, whether a declaration declares them); read by pointer_access and local_index.
 - ``local_index``: local arrays indexed by run-time values, which ptxas places in local
   memory (CL204).
+- ``global_races``: pairs of global accesses of one launch, one a store, whose addresses
+  meet for two threads with no barrier (one block) or nothing at all (two blocks)
+  ordering them, from the lane engine run at blockIdx 0 and 1 (CL108).
 - ``local_room``: the registers such an array would take and the block a device function
   runs with: what CL204's advice rests on.
 """

@@ -9,7 +9,8 @@ Barriers are classified here once, for every rule and analysis:
 
     kind  "block"  ``__syncthreads*``, ``bar.sync``/``barrier.sync`` without a thread
                    count, ``cg::this_thread_block().sync()``, ``block.sync()``,
-                   ``cg::sync(block)``, ``grid.sync()``
+                   ``cg::sync(block)`` (also ``sync(block)``, ``synchronize(block)``),
+                   ``grid.sync()``
           "warp"   ``__syncwarp(mask)``, ``tile.sync()`` / ``cg::sync(tile)`` for a
                    ``thread_block_tile<N>`` (``size`` = N) or a ``coalesced_group``
           "named"  ``bar.sync id, count``: a barrier for part of the block, by design
@@ -27,6 +28,7 @@ from cudalint.parse import captures, text
 BLOCK_SYNC_CALLS = frozenset({"__syncthreads", "__syncthreads_count", "__syncthreads_and",
                               "__syncthreads_or", "__barrier_sync"})
 WARP_SYNC_CALLS = frozenset({"__syncwarp"})
+_GROUP_SYNC_FUNCS = frozenset({"sync", "synchronize"})
 # PTX barriers: bar.sync / barrier.sync / bar.red / barrier.cta.sync (optionally .aligned)
 _PTX_BAR = re.compile(r"\b(?:bar|barrier)(?:\.cta)?\.(?:sync|red\.\w+|arrive)(?:\.aligned)?"
                       r"\s+([^;\"]*)")
@@ -164,8 +166,12 @@ def classify_sync(node: Node, groups: dict[str, Group]) -> Sync | None:
             return Sync(node, "block", None, name + "()")
         if name in WARP_SYNC_CALLS:
             return Sync(node, "warp", None, "__syncwarp()")
-        return None
-    if fn.type == "qualified_identifier" and name.endswith("::sync"):
+        if name not in _GROUP_SYNC_FUNCS:
+            return None
+    # sync(g) under `using namespace cooperative_groups`; synchronize(g) is the name of
+    # early cooperative-groups headers (GPUVerify's CUDA suite uses it)
+    if fn.type == "identifier" or fn.type == "qualified_identifier" and (
+            name.endswith("::sync") or name.endswith("::synchronize")):
         args = node.child_by_field_name("arguments")
         first = args.named_children[0] if args is not None and args.named_children else None
         return _group_sync(node, _group_expr(first, groups), f"{name}({text(first)})")

@@ -1,0 +1,452 @@
+"""Global-memory races between threads of one launch (CL108): two accesses to one
+buffer, at least one a store, whose addresses coincide for two different threads with
+nothing ordering them.
+
+``A[idx] = A[idx + 1]``: thread ``idx`` reads the element thread ``idx + 1`` writes in
+the same launch, so the value read depends on which runs first. Nothing orders threads
+of different blocks within a launch, and threads of one block only through a barrier.
+
+How: the lane engine (kernel_lanes) evaluates the byte address of each subscript of a
+named pointer (a parameter, or a local it follows to one) for the threads of warps 0, 1
+and the last of a block, under its samples of the kernel's unknowns, once with
+``blockIdx`` = 0 and once with 1 (same samples otherwise, so both blocks see the same
+sizes). A pair of accesses races when, in one sample, a store's bytes and another
+access's bytes meet for two threads:
+
+- of one block, in a kernel with no block barrier at all (nor a call of a function of
+  the unit that has one): a barrier may order the pair, and the block simulation of
+  analysis/sync is the place to decide which, so those kernels are left alone;
+- of blocks 0 and 1, for accesses outside loops (a sampled loop counter may stand for an
+  iteration the loop never runs) whose addresses move with ``blockIdx``, in a kernel
+  with no grid-wide synchronisation, ``__threadfence`` or ``volatile``, and not when
+  every launch of the unit is a grid of one block.
+
+A sampled parameter in an address is most often a size or a row pitch (two rows meet at
+pitch 1 in every tiled kernel), so a pair that reads one is compared at the largest
+sample only; a value every launch passes as a constant is exact. Which threads reach an
+access is decided per column: enclosing ``if`` and loop conditions and earlier
+``if (...) return;`` statements, where the engine can evaluate them (bounds on a sampled
+parameter included); unknown conditions are assumed to hold either way.
+
+Not reported: atomics (the address is taken); an access under a condition that reads an
+atomic's result (the last thread to arrive finishes the work, ordered by the atomic);
+one store site executed by several threads with plain ``=`` (the values may agree, as
+CL107 leaves unknown values alone), and two stores of one constant; pairs of addresses
+that are the same for every thread on both sides; wrapper code cudalint writes around a
+CuPy/PyCUDA snippet. Two pointer parameters are one buffer when a launch of the unit
+passes them the same argument (``k<<<g, b>>>(d, d)``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from tree_sitter import Node
+
+from cudalint.analysis.memory.kernel_lanes import KernelLanes
+from cudalint.analysis.memory.lane_values import N_SAMPLES, Opaque
+from cudalint.analysis.memory.lanes import (ANY_1D_BLOCK, _direction, _no_known_block,
+                                            _one_dimensional, _Parents, launch_bindings)
+from cudalint.model.instances import Instances
+from cudalint.model.launch_shape import block_shape
+from cudalint.model.types import StructType
+from cudalint.model.types import struct_types as _struct_types
+from cudalint.parse import text
+
+if TYPE_CHECKING:
+    from cudalint.context import UnitContext
+    from cudalint.model.kernels import Function
+
+_BLOCK_BARRIER = re.compile(
+    rb"__syncthreads|__barrier_sync|\bbar(?:rier)?\.(?:cta\.)?(?:sync|red|arrive)|"
+    rb"\b(?:sync|synchronize)\s*\(|\.\s*sync\s*\(|->\s*sync\s*\(|\barrive_and_wait\b|"
+    rb"\bgrid_sync\b")
+_INTER_BLOCK = re.compile(rb"__threadfence|\bthis_grid\b|\bgrid_group\b|\bgrid\.sync\b|"
+                          rb"\bvolatile\b|\bcuda::atomic|\bcuda::std::atomic")
+_ATOMIC = re.compile(rb"\batomic\w*\s*\(")
+_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+_CALL = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:<[^<>;]*>)?\s*\(")
+
+
+@dataclass
+class GlobalRace:
+    kernel: "Function"
+    store: Node                 # the subscript stored to (reported here)
+    other: Node                 # the other access of the pair
+    other_is_store: bool
+    region: str                 # the parameter (or aliased parameters) both go through
+    threads: tuple[int, int]    # thread of the store, thread of the other access
+    blocks: tuple[int, int]     # their blockIdx.x
+    byte: int                   # a byte offset both touch (from the buffer's start)
+    block: tuple[int, int, int]
+
+
+class GlobalRaces:
+    """ctx.analysis(GlobalRaces).items: one GlobalRace per store site (the first pair)."""
+
+    def __init__(self, ctx: "UnitContext"):
+        self.items: list[GlobalRace] = []
+        if b"threadIdx" not in ctx.unit.data:
+            return
+        structs: dict[str, StructType] = {}
+
+        def lazy_structs() -> dict[str, StructType]:
+            if not structs:
+                structs.update(_struct_types(ctx.model.nodes("struct")))
+                structs.setdefault("", StructType("", 0, {}))
+            return structs
+        barrier_fns = None
+        for fn in ctx.analysis(Instances).kernels():
+            if fn.body is None or b"threadIdx" not in fn.body.text:
+                continue
+            sites = _sites(ctx, fn)
+            if sites is None:
+                continue
+            if barrier_fns is None:
+                barrier_fns = {f.name for f in ctx.model.functions
+                               if f.body is not None and _BLOCK_BARRIER.search(f.body.text)}
+            self.items.extend(_kernel_races(ctx, fn, sites, lazy_structs, barrier_fns))
+
+
+def _aliases(ctx: "UnitContext", fn: "Function") -> dict[str, str]:
+    """Pointer parameter -> the name of its buffer: parameters a launch of the unit
+    passes the same plain argument are one buffer."""
+    names = [p.name for p in fn.params]
+    rep = {n: n for n in names}
+    pointer = {p.name for p in fn.params if p.is_pointer}
+    for launch in ctx.model.launches:
+        if launch.kernel != fn.name:
+            continue
+        args_node = launch.node.child_by_field_name("arguments")
+        if args_node is None:
+            continue
+        args = [text(a) for a in args_node.named_children if a.type != "comment"]
+        if len(args) != len(names):
+            continue
+        seen: dict[str, str] = {}
+        for name, arg in zip(names, args):
+            if name not in pointer or not re.fullmatch(r"[A-Za-z_]\w*", arg):
+                continue
+            if arg in seen:
+                first = rep[seen[arg]]
+                for k, v in rep.items():
+                    if v == rep[name]:
+                        rep[k] = first
+            else:
+                seen[arg] = name
+    return rep
+
+
+def _sites(ctx: "UnitContext", fn: "Function") -> list[tuple[Node, bool, bool]] | None:
+    """Subscripts of a named pointer (a parameter, or a local the engine follows to
+    one; not under ``&``): (node, store, load), or None when none is a store."""
+    if not any(p.is_pointer for p in fn.params):
+        return None
+    up = _Parents(fn.body)
+    out = []
+    for node in fn.nodes_in("subscript"):
+        base = node.child_by_field_name("argument")
+        if base is None or base.type != "identifier":
+            continue
+        parent = up(node)
+        if parent is not None and parent.type == "subscript_expression":
+            continue                        # a row of a 2-D view: not an element
+        if parent is not None and parent.type == "pointer_expression" and \
+                text(parent.child_by_field_name("operator")) == "&":
+            continue                        # an atomic's operand, an address passed on
+        if not ctx.unit.is_written(node.start_byte):
+            continue                        # wrapper code cudalint wrote for a snippet
+        store, load = _direction(node, up)
+        out.append((node, store, load))
+    return out if any(store for _, store, _ in out) else None
+
+
+def _racing_regions(evaluated: list) -> set[str]:
+    """Buffers stored to and accessed at another site or read-modified-written."""
+    keep = set()
+    for region in {e[1] for e in evaluated}:
+        here = [e for e in evaluated if e[1] == region]
+        if any(e[2] for e in here) and (len(here) > 1 or any(e[2] and e[3] for e in here)):
+            keep.add(region)
+    return keep
+
+
+class _AtBlock(KernelLanes):
+    """The lane engine with ``blockIdx.x`` fixed (y, z at 0) and every other unknown
+    sampled as usual; ``gridDim`` counts as a sampled parameter, so that an address
+    that reads it is compared at its largest sample (a grid of one block has no block
+    1)."""
+    block_x = 0
+
+    def _builtin(self, node: Node) -> tuple:
+        base = text(node.child_by_field_name("argument"))
+        if base == "blockIdx":
+            comp = text(node.child_by_field_name("field"))
+            return self.const(self.block_x if comp == "x" else 0)
+        if base == "gridDim":
+            self.used_params.add("gridDim")
+        return super()._builtin(node)
+
+
+def _engine(ctx, fn, shape, structs, values, bx: int) -> _AtBlock:
+    lanes = _AtBlock(ctx, fn, shape, structs, values)
+    lanes.block_x = bx
+    return lanes
+
+
+def _kernel_races(ctx, fn, sites, structs, barrier_fns) -> list[GlobalRace]:
+    shape = block_shape(ctx, fn)
+    if shape is None and _one_dimensional(fn) and _no_known_block(ctx, fn):
+        shape = ANY_1D_BLOCK if not fn.instance else replace(ANY_1D_BLOCK, instance=fn.instance)
+    if shape is None:
+        return []
+    body = fn.body.text
+    called = {m.group(1).decode() for m in _CALL.finditer(body)}
+    same_block = not _BLOCK_BARRIER.search(body) and not (called & barrier_fns)
+    cross_block = not _INTER_BLOCK.search(body) and not _one_block(ctx, fn)
+    if not (same_block or cross_block):
+        return []
+    values = {name: v for name, (v, _) in launch_bindings(ctx, fn).items()}
+    up = _Parents(fn.body)
+    engines = [_engine(ctx, fn, shape, structs, values, bx) for bx in (0, 1)]
+    evaluated = []
+    alias = _aliases(ctx, fn)
+    for node, store, load in sites:
+        per_block = []
+        for lanes in engines:
+            got = _evaluate(lanes, fn, node, up)
+            if got is None:
+                break
+            per_block.append(got)
+        if len(per_block) == 2:
+            region = alias.get(per_block[0][3], per_block[0][3])
+            evaluated.append((node, region, store, load, per_block, _in_loop(node, fn, up)))
+    keep = _racing_regions(evaluated)
+    evaluated = [e for e in evaluated if e[1] in keep]
+    found = []
+    cols = engines[0].cols
+    for i, (s_node, region, s_store, s_load, s_val, s_loop) in enumerate(evaluated):
+        if not s_store:
+            continue
+        pairs = [(j, o) for j, o in enumerate(evaluated)
+                 if o[1] == region and (i != j or s_load)
+                 and not (o[2] and _same_constant(s_node, o[0], up))]
+        hit = None
+        # a pair within one block first (the neighbour the message is about), then blocks
+        for j, (o_node, _, o_store, _, o_val, o_loop) in pairs if same_block else ():
+            got = _meet(s_val[0], o_val[0], cols, False)
+            if got is not None:
+                hit = (j, got[0], got[1], (0, 0), got[3])
+                break
+        if hit is None and cross_block and not s_loop and _per_block(s_val):
+            for j, (o_node, _, o_store, _, o_val, o_loop) in pairs:
+                if o_loop or not _per_block(o_val):
+                    continue
+                got = _meet(s_val[0], o_val[1], cols, True)
+                blocks = (0, 1)
+                if got is None:
+                    got, blocks = _meet(s_val[1], o_val[0], cols, True), (1, 0)
+                if got is not None:
+                    hit = (j, got[0], got[1], blocks, got[3])
+                    break
+        if hit is None:
+            continue
+        j, t1, t2, blocks, byte = hit
+        o_node, o_store = evaluated[j][0], evaluated[j][2]
+        found.append(GlobalRace(fn, s_node, o_node, o_store and i != j, region,
+                                (t1, t2), blocks, byte, shape.dims))
+    return found
+
+
+def _per_block(val) -> bool:
+    """The address moves with blockIdx: a kernel whose addresses do not is written for
+    one block (several blocks would all redo the same elements)."""
+    return val[0][0] != val[1][0]
+
+
+def _one_block(ctx: "UnitContext", fn: "Function") -> bool:
+    """Every launch of the unit gives the kernel a grid of one block."""
+    launches = [l for l in ctx.model.launches if l.kernel == fn.name]
+    return bool(launches) and all(l.grid == (1, 1, 1) for l in launches)
+
+
+def _same_constant(a: Node, b: Node, up) -> bool:
+    """Two plain stores of one constant (``mask[i] = false`` and ``mask[i + 1] =
+    false``): whichever lands last, the element holds that value."""
+    values = []
+    for node in (a, b):
+        parent = up(node)
+        while parent is not None and parent.type == "parenthesized_expression":
+            parent = up(parent)
+        if parent is None or parent.type != "assignment_expression" or \
+                text(parent.child_by_field_name("operator")) != "=":
+            return False
+        right = parent.child_by_field_name("right")
+        if right.type not in ("number_literal", "true", "false", "char_literal"):
+            return False
+        values.append(text(right))
+    return values[0] == values[1]
+
+
+def _meet(a, b, cols, cross: bool):
+    """The first (thread a, thread b, -, byte) where a's bytes and b's bytes meet in one
+    sample, threads different unless the two are of different blocks."""
+    (a_off, a_w, a_par, _, a_uni), (b_off, b_w, b_par, _, b_uni) = a, b
+    if a_uni and b_uni:
+        # one address for every thread on both sides: most often one thread's work
+        # under a condition the engine cannot read (a flag, a count of one)
+        return None
+    n = len(cols)
+    # a sampled parameter in an address is most often a size or a row pitch: two rows
+    # meet at pitch 1 in every tiled kernel, so such pairs are compared at the largest
+    # sample only (an offset the launch passes as a constant is exact)
+    last = N_SAMPLES - 1 if (a_par or b_par) else None
+    per_sample: dict[int, dict[int, int]] = {}
+    for c in range(n):
+        o = a_off[c]
+        if o is None:
+            continue
+        s, t = cols[c]
+        if last is not None and s != last:
+            continue
+        m = per_sample.setdefault(s, {})
+        for k in range(o, o + a_w):
+            m.setdefault(k, t)
+    for c in range(n):
+        o = b_off[c]
+        if o is None:
+            continue
+        s, t = cols[c]
+        m = per_sample.get(s)
+        if not m:
+            continue
+        for k in range(o, o + b_w):
+            ta = m.get(k)
+            if ta is not None and (cross or ta != t):
+                return ta, t, None, k
+            if ta == t and not cross:
+                # another thread may hold the byte too: look for one
+                other = _other_thread(a_off, a_w, cols, s, k, t)
+                if other is not None:
+                    return other, t, None, k
+    return None
+
+
+def _other_thread(a_off, a_w, cols, s, k, t):
+    for c, o in enumerate(a_off):
+        if o is not None and cols[c][0] == s and cols[c][1] != t and o <= k < o + a_w:
+            return cols[c][1]
+    return None
+
+
+def _evaluate(lanes: KernelLanes, fn, node: Node, up):
+    """(byte offset per column or None where the thread does not run it, width, whether
+    it reads a sampled parameter, the buffer, whether it is the same for every thread),
+    or None when the engine cannot follow the address."""
+    lanes.used_tid = set()
+    lanes.used_params = set()
+    try:
+        p, width = lanes.lvalue(node)
+        params = bool(lanes.used_params - lanes.bound.keys())
+        if p.dims or p.space != "global":
+            return None
+        uniform = not (lanes.used_tid & {"x", "y", "z"})
+        act = _reached(lanes, fn, node, up)
+    except Opaque:
+        return None
+    except (RecursionError, OverflowError, ValueError, TypeError, AttributeError):
+        return None
+    return [o if a else None for o, a in zip(p.offset, act)], width, params, p.region, uniform
+
+
+def _condition(lanes: KernelLanes, cond: Node | None) -> tuple | None:
+    """The condition's value per column, or None (the engine cannot evaluate it)."""
+    if cond is None:
+        return None
+    inner = cond
+    while inner.type in ("condition_clause", "parenthesized_expression") and \
+            inner.named_child_count == 1:
+        inner = inner.named_children[0]
+    saved = lanes.used_tid
+    lanes.used_tid = set()
+    try:
+        return lanes.int_value(inner)
+    except (Opaque, RecursionError, OverflowError, ValueError, TypeError, AttributeError):
+        return None
+    finally:
+        lanes.used_tid = saved
+
+
+def _reached(lanes: KernelLanes, fn, node: Node, up) -> tuple:
+    """Columns whose thread reaches ``node``: enclosing if conditions and earlier
+    ``if (c) return;`` statements of enclosing blocks, where the engine evaluates them."""
+    act = list(lanes.active0)
+    cur = node
+    while True:
+        parent = up(cur)
+        if parent is None:
+            break
+        if parent.type == "if_statement":
+            if _ATOMIC.search(parent.child_by_field_name("condition").text or b""):
+                # "the last one to arrive" (atomicAdd(&count, 1) == n - 1): the atomic
+                # orders the access after the others' work
+                raise Opaque(parent)
+            cons = parent.child_by_field_name("consequence")
+            alt = parent.child_by_field_name("alternative")
+            in_cons = cons is not None and cons.id == cur.id
+            in_alt = alt is not None and alt.id == cur.id
+            if in_cons or in_alt:
+                vec = _condition(lanes, parent.child_by_field_name("condition"))
+                if vec is not None:
+                    act = [a and (bool(v) == in_cons) for a, v in zip(act, vec)]
+        elif parent.type in ("for_statement", "while_statement") and \
+                parent.child_by_field_name("body") is not None and \
+                parent.child_by_field_name("body").id == cur.id:
+            vec = _condition(lanes, parent.child_by_field_name("condition"))
+            if vec is not None:
+                act = [a and bool(v) for a, v in zip(act, vec)]
+        elif parent.type == "compound_statement":
+            for stmt in parent.named_children:
+                if stmt.start_byte >= cur.start_byte:
+                    break
+                if stmt.type == "if_statement" and _exits(stmt):
+                    vec = _condition(lanes, stmt.child_by_field_name("condition"))
+                    if vec is not None:
+                        act = [a and not v for a, v in zip(act, vec)]
+        cur = parent
+    return tuple(act)
+
+
+def _exits(stmt: Node) -> bool:
+    """``if (c) return;`` (or ``{ return; }``) with no else."""
+    if stmt.child_by_field_name("alternative") is not None:
+        return False
+    cons = stmt.child_by_field_name("consequence")
+    while cons is not None and cons.type == "compound_statement":
+        inner = [c for c in cons.named_children if c.type != "comment"]
+        if len(inner) != 1:
+            return False
+        cons = inner[0]
+    return cons is not None and cons.type == "return_statement"
+
+
+def _in_loop(node: Node, fn, up) -> bool:
+    cur = up(node)
+    while cur is not None:
+        if cur.type in _LOOPS:
+            return True
+        cur = up(cur)
+    return False
+
+
+def describe_threads(race: GlobalRace) -> tuple[str, str]:
+    """'thread 3 of block 0', 'thread 2 of block 0' for a message."""
+    bx = race.block[0]
+
+    def one(t: int, b: int) -> str:
+        if race.block[1] == 1 and race.block[2] == 1:
+            return f"thread {t} of block {b} (global index {b * bx + t})"
+        return f"thread {t} of block {b}"
+    return one(race.threads[0], race.blocks[0]), one(race.threads[1], race.blocks[1])
+
