@@ -157,8 +157,8 @@ def test_a_cached_result_keeps_the_cells(nb_dir, capsys):
 
 
 def test_the_language_server_leaves_notebook_files_alone():
-    """LSP notebook documents are not handled yet (docs/editors.md); an .ipynb opened as a
-    text document is not linted, as its findings' ranges would be the cells'."""
+    """An .ipynb opened as a text document (its JSON) is not linted, as its findings'
+    ranges would be the cells'; LSP notebook documents are (tests/test_server_notebooks.py)."""
     from cudalint.server.state import DocumentState
     assert DocumentState.kind_of("/p/nb.ipynb", "json") is None
     assert DocumentState.kind_of("/p/k.py", "python") == "python"

@@ -15,6 +15,7 @@ from cudalint import __version__
 from cudalint.config import ConfigResolver
 from cudalint.server.handlers import ProtocolHandlers
 from cudalint.server.incremental import IncrementalPath
+from cudalint.server.notebooks import NOTEBOOK_SYNC, NotebookDocuments
 from cudalint.server.options import ServerOptions
 from cudalint.server.state import Analysis, DocumentState
 from cudalint.server.worker import DEFAULT_TIMEOUT_S, Worker
@@ -22,10 +23,12 @@ from cudalint.server.worker import DEFAULT_TIMEOUT_S, Worker
 log = logging.getLogger("cudalint.server")
 
 
-class CudalintServer(ProtocolHandlers, IncrementalPath, DocumentState, LanguageServer):
+class CudalintServer(NotebookDocuments, ProtocolHandlers, IncrementalPath, DocumentState,
+                     LanguageServer):
     def __init__(self, use_process: bool = True):
         super().__init__("cudalint", __version__,
-                         text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+                         text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=NOTEBOOK_SYNC)
         self.options = ServerOptions()
         self.worker = Worker(DEFAULT_TIMEOUT_S, use_process)        # whole files
         self.fast_worker = Worker(DEFAULT_TIMEOUT_S, use_process)   # edited kernels
@@ -35,7 +38,9 @@ class CudalintServer(ProtocolHandlers, IncrementalPath, DocumentState, LanguageS
         self._inflight: dict[tuple, asyncio.Future] = {}
         self._pending: dict[str, asyncio.Task] = {}
         self._reported: set[str] = set()
+        self._notebook_analyses: dict[str, tuple] = {}    # notebook URI -> (key, cell views)
         self._register()
+        self._register_notebooks()
 
     def report_failure(self, where: str, exc: BaseException) -> None:
         message = f"cudalint: {where} failed: {type(exc).__name__}: {exc}"
