@@ -142,8 +142,8 @@ def rows_ending_inside_strings(text: str) -> set[int]:
                 opened.append(tok.start[0])
             elif tok.type in ends and opened:
                 rows.update(range(opened.pop(), tok.end[0]))
-    except (tokenize.TokenError, SyntaxError, ValueError):
-        pass
+    except (tokenize.TokenError, SyntaxError, ValueError, SystemError):
+        pass            # SystemError: Python 3.12's tokenizer on some NUL bytes
     return rows
 
 

@@ -35,6 +35,13 @@ MAX_DEPTH = 32
 MAX_CHARS = 20_000          # characters one invocation may expand to
 MAX_GROWTH = 4              # the whole unit may grow to this many times the file
 MAX_INVOCATIONS = 2000      # invocations expanded in one unit (real files: under 200)
+# tokens one invocation's expansion may read, each rescan and nested call counted (real
+# files: at most 1,570): MAX_CHARS bounds what comes out only once a level has been
+# built, so a doubling chain of function-like macros (M24(x) -> M23(x) M23(x) ...) made
+# 32,000 nested calls per invocation before stopping, 9 s for 16 invocations of one text
+# under --fix (issue 25); an invocation text that went past a budget once is not tried
+# again in the unit
+MAX_STEPS = 2 * MAX_CHARS
 
 _TOKEN = re.compile(r"""
     (?P<id>[A-Za-z_]\w*)
@@ -137,10 +144,13 @@ def _body_tokens(text: str) -> tuple[tuple[str, str], ...]:
 class _Expander:
     def __init__(self, macros: dict[str, MacroDef]):
         self.macros = macros
-        self.chars = 0
+        self.steps = 0                  # tokens read by expand (MAX_STEPS)
 
     def expand(self, toks: list[Tok], disabled: frozenset, depth: int) -> list[Tok]:
         if depth > MAX_DEPTH:
+            raise _Over
+        self.steps += len(toks) + 1
+        if self.steps > MAX_STEPS:
             raise _Over
         out: list[Tok] = []
         i, n = 0, len(toks)
@@ -437,6 +447,7 @@ def expand_text(text: str, macros: dict[str, MacroDef],
     last = 0
     budget = max(MAX_CHARS, MAX_GROWTH * len(text))
     grown = 0
+    over: set[str] = set()                  # invocation texts past a budget
     for start, name in found:
         if start < last:
             continue
@@ -455,11 +466,16 @@ def expand_text(text: str, macros: dict[str, MacroDef],
         if len(result.expanded) >= MAX_INVOCATIONS:
             result.over_budget.append((start, name))
             break                               # the rest stays as written
+        if text[start:end] in over:
+            result.over_budget.append((start, name))
+            continue
         toks = _tokens(text[start:end], start)
+        expander.steps = 0
         try:
             out = expander.expand(toks, frozenset(), 0)
         except (_Over, RecursionError):
             result.over_budget.append((start, name))
+            over.add(text[start:end])
             continue
         size = sum(len(t[1]) for t in out)
         grown += size

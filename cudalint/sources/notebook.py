@@ -140,8 +140,8 @@ def _rows_inside_strings(text: str) -> set[int]:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.type == tokenize.STRING or tok.type in _STRING_PARTS:
                 rows.update(range(tok.start[0], tok.end[0]))   # 1-based start+1 .. end
-    except (tokenize.TokenError, SyntaxError, ValueError, IndentationError):
-        pass
+    except (tokenize.TokenError, SyntaxError, ValueError, IndentationError, SystemError):
+        pass            # SystemError: Python 3.12's tokenizer on some NUL bytes
     return rows
 
 

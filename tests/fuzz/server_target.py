@@ -44,6 +44,9 @@ CHANGE_TEXTS = ["", "x", "\n", "\r\n", "\r", "😀", "é", "\udce9", "__shfl(v, 
                 "''', 'f')\n", "\t", "\x00", "\u2028", "\ufeff"]
 
 
+MAX_BUFFER = 256 * 1024
+
+
 def random_script(rng: random.Random) -> bytes:
     kind = rng.choice(["cuda", "python"])
     seeds = fl.CUDA_SEEDS if kind == "cuda" else fl.PYTHON_SEEDS
@@ -51,7 +54,9 @@ def random_script(rng: random.Random) -> bytes:
     if rng.random() < 0.5:
         base = fl.mutate(base, fl.random_ops(rng, 3), seeds,
                          fl.CUDA_SNIPPETS if kind == "cuda" else fl.PY_SNIPPETS)
-    text = base.decode("utf-8", "surrogateescape")
+    # at most 256 KB, as every target of fuzz/long_run.py: bigger buffers measure speed,
+    # not robustness (the seed-27 run made buffers of up to 2.3 MB, slow for that alone)
+    text = base[:MAX_BUFFER].decode("utf-8", "surrogateescape")
     changes = []
     lines = max(1, text.count("\n") + 1)
     for _ in range(rng.randint(0, 6)):

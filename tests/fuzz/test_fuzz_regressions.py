@@ -70,6 +70,22 @@ def run_regression(path: Path, tmp: Path) -> None:
         except subprocess.TimeoutExpired:
             raise AssertionError(f"still running after {SLOW_LIMIT_S + 10} s") from None
         assert res.returncode == 0, f"took more than {SLOW_LIMIT_S} s (exit {res.returncode})"
+    elif target.endswith("_slow"):
+        # <target>_slow/<input>.gz: a campaign input that took over 10 s (fuzz/README.md),
+        # through its target as the campaign runs it, alone in a child process, within
+        # SLOW_LIMIT_S seconds of CPU (the process's and its libclang helper's: on a
+        # shared machine wall time measures the others)
+        import json
+        import subprocess
+        import sys
+        child = Path(fl.__file__).with_name("slow_child.py")
+        res = subprocess.run([sys.executable, str(child), str(path), target[:-5]],
+                             capture_output=True, text=True, timeout=120,
+                             preexec_fn=_memory_limit)
+        assert res.returncode == 0, res.stderr[-2000:]
+        got = json.loads(res.stdout.strip().splitlines()[-1])
+        assert got["problem"] is None, got["problem"]
+        assert got["cpu_s"] < SLOW_LIMIT_S, f"took {got['cpu_s']} s of CPU"
     elif target == "cuda_crash":
         # in a child process: a crash of the interpreter (SIGSEGV in a C library) must
         # not take the test run down with it

@@ -32,6 +32,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 from tree_sitter import Node
 
@@ -162,10 +163,33 @@ def _launch_constant(ctx, launch, arg: Node) -> int | None:
     return dims[0] if dims is not None else None
 
 
+# budgets (issue 25): a kernel with more subscripts and dereferences than
+# MAX_KERNEL_ACCESSES is not evaluated (no lane figure for any of its accesses), nor are
+# the kernels of a file once MAX_FILE_ACCESSES of them were (units in file order, kernels
+# in unit order). The 9-project corpus has at most 189 in a kernel and 408 in a file;
+# fuzzed files that repeat a body thousands of times had 35,000 in one kernel, or 33
+# kernel strings of 1,001, and their evaluation (and the loop depths, per access and
+# loop) took seconds per lint
+MAX_KERNEL_ACCESSES = 1024
+MAX_FILE_ACCESSES = 4096
+_SPENT: "WeakKeyDictionary[object, int]" = WeakKeyDictionary()    # SourceFile -> accesses
+
+
+def _within_budget(ctx, candidates: int) -> bool:
+    if candidates > MAX_KERNEL_ACCESSES:
+        return False
+    file = ctx.unit.file
+    spent = _SPENT.get(file, 0) + candidates
+    if spent > MAX_FILE_ACCESSES:
+        return False
+    _SPENT[file] = spent
+    return True
+
+
 def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
     candidates = sorted(fn.nodes_in("subscript") + fn.nodes_in("deref"),
                         key=lambda n: n.start_byte)
-    if not candidates:
+    if not candidates or not _within_budget(ctx, len(candidates)):
         return []
     declared = block_shape(ctx, fn)
     any_block = declared is None and _one_dimensional(fn) and _no_known_block(ctx, fn)
