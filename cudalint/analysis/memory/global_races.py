@@ -65,6 +65,9 @@ _BLOCK_BARRIER = re.compile(
 _INTER_BLOCK = re.compile(rb"__threadfence|\bthis_grid\b|\bgrid_group\b|\bgrid\.sync\b|"
                           rb"\bvolatile\b|\bcuda::atomic|\bcuda::std::atomic")
 _ATOMIC = re.compile(rb"\batomic\w*\s*\(")
+# a kernel with more subscripts than this is not searched (fuzzed sums of thousands)
+MAX_SITES = 512
+MAX_BUCKET = 8
 _LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
 _CALL = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:<[^<>;]*>)?\s*\(")
 
@@ -159,6 +162,8 @@ def _sites(ctx: "UnitContext", fn: "Function") -> list[tuple[Node, bool, bool]] 
             continue                        # wrapper code cudalint wrote for a snippet
         store, load = _direction(node, up)
         out.append((node, store, load))
+    if len(out) > MAX_SITES:
+        return None
     return out if any(store for _, store, _ in out) else None
 
 
@@ -224,39 +229,76 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns) -> list[GlobalRace]:
             evaluated.append((node, region, store, load, per_block, _in_loop(node, fn, up)))
     keep = _racing_regions(evaluated)
     evaluated = [e for e in evaluated if e[1] in keep]
-    found = []
     cols = engines[0].cols
-    for i, (s_node, region, s_store, s_load, s_val, s_loop) in enumerate(evaluated):
-        if not s_store:
-            continue
-        pairs = [(j, o) for j, o in enumerate(evaluated)
-                 if o[1] == region and (i != j or s_load)
-                 and not (o[2] and _same_constant(s_node, o[0], up))]
-        hit = None
-        # a pair within one block first (the neighbour the message is about), then blocks
-        for j, (o_node, _, o_store, _, o_val, o_loop) in pairs if same_block else ():
-            got = _meet(s_val[0], o_val[0], cols, False)
-            if got is not None:
-                hit = (j, got[0], got[1], (0, 0), got[3])
-                break
-        if hit is None and cross_block and not s_loop and _per_block(s_val):
-            for j, (o_node, _, o_store, _, o_val, o_loop) in pairs:
-                if o_loop or not _per_block(o_val):
-                    continue
-                got = _meet(s_val[0], o_val[1], cols, True)
-                blocks = (0, 1)
-                if got is None:
-                    got, blocks = _meet(s_val[1], o_val[0], cols, True), (1, 0)
-                if got is not None:
-                    hit = (j, got[0], got[1], blocks, got[3])
-                    break
-        if hit is None:
-            continue
-        j, t1, t2, blocks, byte = hit
+    hits = _search(evaluated, cols, same_block, cross_block, up)
+    found = []
+    for i, (j, t1, t2, blocks, byte) in sorted(hits.items()):
+        s_node, region, _, _, _, _ = evaluated[i]
         o_node, o_store = evaluated[j][0], evaluated[j][2]
         found.append(GlobalRace(fn, s_node, o_node, o_store and i != j, region,
                                 (t1, t2), blocks, byte, shape.dims))
     return found
+
+
+def _search(evaluated, cols, same_block: bool, cross_block: bool, up) -> dict:
+    """store index -> (other index, thread of the store, thread of the other, blocks,
+    byte): for each store the first other access (in source order) that meets it, a
+    pair within one block first (the neighbour the message is about), then blocks."""
+    found: dict[int, tuple] = {}
+    if same_block:
+        _meet_all(evaluated, cols, 0, 0, False, found, up)
+    if cross_block:
+        _meet_all(evaluated, cols, 0, 1, True, found, up)
+        _meet_all(evaluated, cols, 1, 0, True, found, up)
+    return found
+
+
+def _meet_all(evaluated, cols, s_blk: int, x_blk: int, cross: bool, found: dict, up):
+    """Stores of block ``s_blk`` against every access of block ``x_blk`` through one
+    index of the stores' bytes (per buffer, sample and byte; a bucket keeps two threads
+    of each of at most MAX_BUCKET stores, enough to find a pair)."""
+    def eligible(e) -> bool:
+        return not cross or (not e[5] and _per_block(e[4]))
+    index: dict[tuple, list[tuple[int, int]]] = {}
+    for i, e in enumerate(evaluated):
+        if not e[2] or i in found or not eligible(e):
+            continue
+        off, width = e[4][s_blk][0], e[4][s_blk][1]
+        for c, o in enumerate(off):
+            if o is None:
+                continue
+            s, t = cols[c]
+            for k in range(o, o + width):
+                bucket = index.setdefault((e[1], s, k), [])
+                # two threads of a store are enough to find a pair with any third
+                if len(bucket) < 2 * MAX_BUCKET and (
+                        len(bucket) < 2 or bucket[-2][0] != i):
+                    bucket.append((i, t))
+    if not index:
+        return
+    last = N_SAMPLES - 1
+    for j, x in enumerate(evaluated):
+        if not eligible(x):
+            continue
+        off, width, x_par, _, x_uni = x[4][x_blk]
+        for c, o in enumerate(off):
+            if o is None:
+                continue
+            s, t = cols[c]
+            for k in range(o, o + width):
+                for i, ta in index.get((x[1], s, k), ()):
+                    if i in found or (i == j and not evaluated[i][3]) or \
+                            (not cross and ta == t):
+                        continue
+                    e_val = evaluated[i][4][s_blk]
+                    # a sampled size or pitch: compared at its largest sample only
+                    if (e_val[2] or x_par) and s != last:
+                        continue
+                    if e_val[4] and x_uni:
+                        continue    # one address for every thread on both sides
+                    if x[2] and i != j and _same_constant(evaluated[i][0], x[0], up):
+                        continue
+                    found[i] = (j, ta, t, (s_blk, x_blk), k)
 
 
 def _per_block(val) -> bool:
@@ -287,57 +329,6 @@ def _same_constant(a: Node, b: Node, up) -> bool:
             return False
         values.append(text(right))
     return values[0] == values[1]
-
-
-def _meet(a, b, cols, cross: bool):
-    """The first (thread a, thread b, -, byte) where a's bytes and b's bytes meet in one
-    sample, threads different unless the two are of different blocks."""
-    (a_off, a_w, a_par, _, a_uni), (b_off, b_w, b_par, _, b_uni) = a, b
-    if a_uni and b_uni:
-        # one address for every thread on both sides: most often one thread's work
-        # under a condition the engine cannot read (a flag, a count of one)
-        return None
-    n = len(cols)
-    # a sampled parameter in an address is most often a size or a row pitch: two rows
-    # meet at pitch 1 in every tiled kernel, so such pairs are compared at the largest
-    # sample only (an offset the launch passes as a constant is exact)
-    last = N_SAMPLES - 1 if (a_par or b_par) else None
-    per_sample: dict[int, dict[int, int]] = {}
-    for c in range(n):
-        o = a_off[c]
-        if o is None:
-            continue
-        s, t = cols[c]
-        if last is not None and s != last:
-            continue
-        m = per_sample.setdefault(s, {})
-        for k in range(o, o + a_w):
-            m.setdefault(k, t)
-    for c in range(n):
-        o = b_off[c]
-        if o is None:
-            continue
-        s, t = cols[c]
-        m = per_sample.get(s)
-        if not m:
-            continue
-        for k in range(o, o + b_w):
-            ta = m.get(k)
-            if ta is not None and (cross or ta != t):
-                return ta, t, None, k
-            if ta == t and not cross:
-                # another thread may hold the byte too: look for one
-                other = _other_thread(a_off, a_w, cols, s, k, t)
-                if other is not None:
-                    return other, t, None, k
-    return None
-
-
-def _other_thread(a_off, a_w, cols, s, k, t):
-    for c, o in enumerate(a_off):
-        if o is not None and cols[c][0] == s and cols[c][1] != t and o <= k < o + a_w:
-            return cols[c][1]
-    return None
 
 
 def _evaluate(lanes: KernelLanes, fn, node: Node, up):
