@@ -53,7 +53,7 @@ JUDGED = {
     "pointertests/cast": "miss: a shared array stored through a cast "
                          "((unsigned int *)x)[i] = threadIdx.x, not followed by CL107",
     "misc/fail/miscfail3": "miss: A[tid + offset] in a device function; the lane engine "
-                           "reads kernel bodies, and an unknown offset is compared at 1024",
+                           "reads kernel bodies (the same lines in the kernel: CL108)",
     "misc/fail/miscfail4": "miss: as miscfail3",
     "param_values/value_causing_race": "not applicable: races only for x = 185 exactly",
     "pointeranalysistests/testbasicaliasing":

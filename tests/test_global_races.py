@@ -202,3 +202,32 @@ def test_last_block_protocol_is_silent():
 }
 """
     assert _findings(src) == []
+
+
+def test_unknown_offset_is_compared_in_every_sample_a_pitch_at_a_large_one():
+    """a[tid + offset] races for any offset from 1 to the block size (GPUVerify's
+    misc/fail/miscfail3 in a kernel body); rows of a pitch or size parameter meet only
+    when it is smaller than the row (pytorch3d rasterize_coarse's bboxes[k * F + f] in
+    a loop bounded by F; cuda-samples dct8x8's (by * 8 + ty) * Stride + ...)."""
+    offset = """__global__ void k(int* A, int offset) {
+    A[threadIdx.x] += A[threadIdx.x + offset];
+}
+"""
+    assert len(_findings(offset)) == 1
+    rows = """__global__ void k(float* bboxes, const float* v, int F) {
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int f = tid; f < F; f += blockDim.x * gridDim.x) {
+        bboxes[0 * F + f] = v[f];
+        bboxes[1 * F + f] = v[f] + 1.f;
+    }
+}
+"""
+    assert _findings(rows) == []
+    pitch = """__global__ void k(float* a, int Stride) {
+    int x = blockIdx.x * 8 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y;
+    float c = a[y * Stride + x];
+    a[y * Stride + x] = c * 2.f;
+}
+void h(float* d, int s) { k<<<dim3(4, 4), dim3(8, 8)>>>(d, s); }
+"""
+    assert _findings(pitch) == []

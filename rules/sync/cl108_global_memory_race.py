@@ -20,7 +20,9 @@ class GlobalMemoryRace(Rule):
     reads an atomic's result (the last thread to arrive), per-thread ranges that do not
     overlap, an element read and written by one thread, one store site run by several
     threads with plain `=` and stores of one constant (the values may agree). An
-    unknown size or pitch in an address is compared at a large value (1024).
+    unknown parameter that multiplies the thread index (a row pitch) is taken at a
+    large value (1024); one that shifts every address (`a[tid + offset]`) at 1, 37
+    and 1024. Accesses in device functions the kernel calls are not followed yet.
 
     ## Why is this bad?
     Threads of different blocks are not ordered within a launch, and threads of one

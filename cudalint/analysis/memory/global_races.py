@@ -21,9 +21,11 @@ access's bytes meet for two threads:
   with no grid-wide synchronisation, ``__threadfence`` or ``volatile``, and not when
   every launch of the unit is a grid of one block.
 
-A sampled parameter in an address is most often a size or a row pitch (two rows meet at
-pitch 1 in every tiled kernel), so a pair that reads one is compared at the largest
-sample only; a value every launch passes as a constant is exact. Which threads reach an
+A sampled parameter that multiplies the thread index in an address is most often a row
+pitch (two rows meet at pitch 1 in every tiled kernel), so a pair that reads one is
+compared at the largest sample only; one that only shifts every thread's address
+(``a[tid + offset]``) is compared in every sample, and a value every launch passes as a
+constant is exact. Which threads reach an
 access is decided per column: enclosing ``if`` and loop conditions and earlier
 ``if (...) return;`` statements, where the engine can evaluate them (bounds on a sampled
 parameter included); unknown conditions are assumed to hold either way.
@@ -348,7 +350,23 @@ def _evaluate(lanes: KernelLanes, fn, node: Node, up):
         return None
     except (RecursionError, OverflowError, ValueError, TypeError, AttributeError):
         return None
-    return [o if a else None for o, a in zip(p.offset, act)], width, params, p.region, uniform
+    offsets = [o if a else None for o, a in zip(p.offset, act)]
+    if params and not _scales_threads(p.offset, lanes.cols):
+        params = False          # an offset added to every thread: exact in every sample
+    return offsets, width, params, p.region, uniform
+
+
+def _scales_threads(offset, cols) -> bool:
+    """The threads' addresses relative to the first thread's change from one sample of
+    the unknowns to another: a parameter multiplies the thread index (a row pitch,
+    ``i * stride``). Such a pair is compared at the largest sample only; an offset that
+    only shifts every thread (``a[tid + offset]``) is compared in every sample."""
+    rel: dict[int, list[int]] = {}
+    for c, o in enumerate(offset):
+        s = cols[c][0]
+        rel.setdefault(s, []).append(o)
+    shapes = {tuple(o - v[0] for o in v) for v in rel.values()}
+    return len(shapes) > 1
 
 
 def _condition(lanes: KernelLanes, cond: Node | None) -> tuple | None:
