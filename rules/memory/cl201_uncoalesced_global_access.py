@@ -1,5 +1,6 @@
 from cudalint.analysis.memory.figures import (SECTOR, block_line_metrics, coalescing_figures,
-                                              sectors, surely_below)
+                                              merge_reached, reached_metrics,
+                                              reached_text, sectors, surely_below)
 from cudalint.analysis.memory.hot_path import HotPath
 from cudalint.analysis.memory.lane_values import PARAM_SAMPLES
 from cudalint.analysis.memory.lanes import LaneAnalysis
@@ -150,6 +151,23 @@ class UncoalescedGlobalAccess(Rule):
     (`report_whole_records`): `off_hot_path` with `work_loop_line`, `work_in` (the
     device function, or null) and `work_runtime_loops`.
 
+    (Revised 2026-11-24, issue 13) Accesses in a `__device__` function of the file that
+    a kernel calls (three calls deep at most) are evaluated at each call with what the
+    call passes: a pointer argument is the caller's pointer (`head(xyz + 3 * i)`, one
+    moved to the lane's record), an integer argument its per-lane value, explicit
+    template arguments (`row_start<8>(m, i)`) and a type deduced from a pointer argument
+    (`every_other(v, i)` with a `double *`) are bound. The finding is at the access in
+    the device function and says where it is reached from ("reached from `k` at line
+    42", "... through `outer` at line 39"; metrics `reached_from`); a device function
+    called from several kernels is reported per binding, once where the findings are
+    alike, and a call with neighbouring elements per lane adds nothing. An argument the
+    caller cannot follow (a pointer read from memory, an index from data), or a
+    reference parameter, leaves the access unreported. The record's other accesses in
+    the kernel count for the wasted-traffic condition, and the loops around the calls
+    for the hot-region and hot-path gates. Measured on an H100 (tools/gputruth/memory.py
+    --only fixtures/CL201/device_function.cu): 12, 12, 32, 16 and 16 sectors per request
+    for the five bindings, 4 for the coalesced one, as predicted.
+
     Sibling accesses are reported once. Array-of-structs code touches a thread's record
     field by field (`out[2*i] = p.x; out[2*i+1] = p.y;`, `v[3*i]`, `v[3*i+1]`,
     `v[3*i+2]`): every scalar access is uncoalesced (and measured so), but they are one
@@ -231,6 +249,7 @@ class UncoalescedGlobalAccess(Rule):
         # figures stay per access (the GPU measures each one); the fields of one record
         # accessed one after another are reported once, at the first of them
         hot_path = ctx.analysis(HotPath) if flagged else None
+        found = []
         for group in group_siblings(ctx, flagged):
             if not self.report_whole_records and (
                     not any(hot(a) for a in group.members)
@@ -246,7 +265,8 @@ class UncoalescedGlobalAccess(Rule):
             work = cold[0] if all(cold) else None
             if work is not None and not self.report_whole_records:
                 continue
-            yield self._finding(ctx, group, waste, work)
+            found.append((group.first, self._finding(ctx, group, waste, work)))
+        yield from merge_reached(found)      # alike from several kernels: once
 
     # every uncoalesced access, also records read whole once and accesses outside the
     # hottest loop (tests of the figures and of sibling grouping; not a user setting)
@@ -315,14 +335,15 @@ class UncoalescedGlobalAccess(Rule):
             f"uncoalesced {kind} {access.expr_text or ctx.text(access.node)}{siblings}: "
             f"{stride_txt} makes a warp touch {count} 32-byte sectors per request{suffix} "
             f"instead of {fig['ideal_sectors_per_request']} "
-            f"({access.block.describe()}{bound}){why}; {remedy}",
+            f"({access.block.describe()}{bound}{reached_text(access)}){why}; {remedy}",
             metrics={**fig, **block_line_metrics(access),
                      "sibling_accesses": len(group.siblings),
                      "sibling_rows": [r for r in rows if r is not None],
                      **({"bound": {n: {"value": v, "line": row} for n, (v, row)
                                    in sorted(access.bound.items())}} if access.bound else {}),
                      **({k: v for k, v in waste.items() if k != "text"} if waste else {}),
-                     **(_work_metrics(ctx, work) if work is not None else {})})
+                     **(_work_metrics(ctx, work) if work is not None else {}),
+                     **reached_metrics(access)})
 
 
 # measured on an H100 (fixtures/CL201/traffic.json, tools/gputruth/memory.py --traffic)

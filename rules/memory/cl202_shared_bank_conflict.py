@@ -1,4 +1,5 @@
 from cudalint.analysis.memory.figures import (bank_conflict_figures, block_line_metrics,
+                                              merge_reached, reached_metrics, reached_text,
                                               surely_below, wavefronts)
 from cudalint.analysis.memory.lanes import LaneAnalysis
 from cudalint.analysis.memory.loops import hot, vector_access
@@ -76,6 +77,12 @@ class SharedBankConflict(Rule):
     stores beside its ldmatrix and MMA) and cost 5% and more where shared memory bounds
     it, and a source file does not say which.
 
+    (Revised 2026-11-24, issue 13) Shared accesses in a `__device__` function of the file
+    that a kernel calls are evaluated at each call with the caller's pointer and index
+    values, as CL201 says; the finding says where it is reached from. Measured on an
+    H100 (fixtures/CL202/device_function.cu): a column read through a device function
+    32 wavefronts, the padded and row bindings 1.
+
     When the degree depends on values the kernel receives it is reported only as a sure
     lower bound ("at least N-way", `exact: false`): the lanes whose distances do not
     depend on them, at their best alignment. JSON metrics: `wavefronts`,
@@ -112,6 +119,10 @@ class SharedBankConflict(Rule):
     severity = "warning"
 
     def check(self, ctx):
+        # alike from several kernels (a device function's access): said once
+        yield from merge_reached(list(self._findings(ctx)))
+
+    def _findings(self, ctx):
         facts = ctx.analysis(LaneAnalysis)
         for access in facts.accesses:
             if access.space != "shared":
@@ -143,16 +154,18 @@ class SharedBankConflict(Rule):
                           f"accesses to consecutive elements into one {executed.width}-byte "
                           f"access")
                 fig["vector_bytes"] = executed.width
-            yield Finding.at(
+            yield access, Finding.at(
                 access.node,
                 f"{ways_txt}-way bank conflict on {access.expr_text or ctx.text(access.node)} "
-                f"({_describe(executed)}; {access.block.describe()}{bound}{merged}): "
+                f"({_describe(executed)}; {access.block.describe()}{bound}"
+                f"{reached_text(access)}{merged}): "
                 f"{fig['wavefronts']:g} wavefronts instead of {fig['ideal_wavefronts']}; "
                 f"{_remedy(executed)}",
                 metrics={**fig, **block_line_metrics(access),
                          **({"bound": {n: {"value": v, "line": row} for n, (v, row)
                                        in sorted(access.bound.items())}}
-                            if access.bound else {})})
+                            if access.bound else {}),
+                         **reached_metrics(access)})
 
     # every conflicted access, also those outside the kernel's hottest loop (tests of
     # the figures; not a user setting)

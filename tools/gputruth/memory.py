@@ -8,6 +8,8 @@ kernel to fixtures/<CODE>/truth.json (and a copy under --out).
 
     python tools/gputruth/memory.py --out $OUT            # on a machine with a GPU
     python tools/gputruth/memory.py --compile-only        # check the build step
+    python tools/gputruth/memory.py --out $OUT --only fixtures/CL201/device_function.cu
+                                                          # these fixtures' records only
 
 Int parameters get the launch's constant, else SCALAR_DEFAULTS (memory_plan.json
 "values"); a launch whose block is a run-time value gets RUNTIME_BLOCK for 1-D kernels.
@@ -323,6 +325,9 @@ def main() -> None:
     ap.add_argument("--traffic", action="store_true",
                     help="also measure DRAM bytes and run time of " + TRAFFIC_FIXTURE)
     ap.add_argument("--only-traffic", action="store_true")
+    ap.add_argument("--only", nargs="+", default=None, metavar="FIXTURE",
+                    help="measure only these fixtures (paths from the repository root); "
+                         "their records replace theirs in truth.json, the rest are kept")
     args = ap.parse_args()
     if args.traffic or args.only_traffic:
         traffic(args.out, args.compile_only)
@@ -338,6 +343,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for code in CODES:
             for path in sorted((ROOT / "fixtures" / code).glob("*.cu")):
+                if args.only is not None and str(path.relative_to(ROOT)) not in args.only:
+                    continue
                 kernels = plan[str(path.relative_to(ROOT))]
                 src = Path(tmp) / f"{code}_{path.stem}_driver.cu"
                 src.write_text(driver(path, kernels))
@@ -363,6 +370,10 @@ def main() -> None:
         return
     gpu = run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
     for code, recs in records.items():
+        if args.only is not None:
+            # the other fixtures' records as they were measured
+            old = json.loads((ROOT / "fixtures" / code / "truth.json").read_text())
+            recs = [r for r in old["records"] if r["file"] not in args.only] + recs
         data = {"tool": "tools/gputruth/memory.py", "gpu": gpu.strip(), "arch": "sm_90",
                 "records": recs}
         body = json.dumps(data, indent=1, sort_keys=True) + "\n"

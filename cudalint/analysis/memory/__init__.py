@@ -9,6 +9,8 @@
     which lanes reach each access;
   - ``figures``: an ``Access`` and what it costs: sectors, wavefronts, and the sure lower
     bounds used when they depend on unknowns.
+  - ``callee_lanes``: the accesses of the device functions a kernel calls, evaluated
+    with the caller's lane values bound to their parameters at each call.
 - ``siblings``: accesses to fields of one record grouped, so a record read field by field
   is one finding with one figure.
 - ``traffic``: whether the sectors an access fetches are used by the kernel's accesses

@@ -7,7 +7,7 @@ unknowns is replaced by a sure lower bound (``lower_bound``), never a guess.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import repeat
 from operator import add, rshift, sub
 from typing import TYPE_CHECKING, Callable, Iterable
@@ -63,6 +63,9 @@ class Access:
     # an expression's lane values (None: not evaluable); set by lanes for loops_of
     reevaluate: "Callable[[dict], Access | None] | None" = None
     int_values: "Callable[[Node], tuple | None] | None" = None
+    # an access in a device function: the kernel and calls it is reached from
+    # (callee_lanes.Reached); None in the kernel's own body
+    reached: "object | None" = None
 
     def sectors_per_request(self) -> list[int]:
         return [sectors(row, self.width) for row in self.groups]
@@ -202,6 +205,50 @@ def _block_metrics(access: Access) -> dict:
 def block_line_metrics(access: Access) -> dict:
     line = access.block.line
     return {} if line is None else {"block_line": line}
+
+
+def reached_text(access: Access) -> str:
+    """``; reached from `k` at line 42`` for an access in a device function."""
+    return f"; {access.reached.describe()}" if access.reached is not None else ""
+
+
+def reached_metrics(access: Access) -> dict:
+    return {"reached_from": list(access.reached.where)} if access.reached is not None \
+        else {}
+
+
+def root_kernel(access: Access) -> "Function":
+    """The kernel an access runs in: its own, or the one its device function is reached
+    from (what the traffic of a record is summed over)."""
+    return access.reached.kernel if access.reached is not None else access.kernel
+
+
+def merge_reached(pairs: list) -> list:
+    """The findings of ``pairs`` ((access, finding)), those made alike in a device
+    function from several kernels said once: the same place and message but for the
+    block's and the calls' description; the first one's message names every place it
+    is reached from."""
+    out: list = []
+    seen: dict[tuple, list] = {}
+    for access, finding in pairs:
+        if access.reached is None:
+            out.append(finding)
+            continue
+        said = reached_text(access)
+        key = (finding.start, finding.end, finding.message.replace(said, "\0").replace(
+            access.block.describe(), "\0"))
+        first = seen.get(key)
+        if first is None:
+            seen[key] = [finding, said, list(access.reached.where)]
+            out.append(finding)
+            continue
+        where = first[2]
+        where.extend(w for w in access.reached.where if w not in where)
+        merged = "; " + replace(access.reached, where=where).describe()
+        first[0].message = first[0].message.replace(first[1], merged)
+        first[0].metrics["reached_from"] = list(where)
+        first[1] = merged
+    return out
 
 
 def _live_groups(access: Access, figure: Callable[[list, int], int]) -> list[int]:

@@ -73,14 +73,21 @@ class HotPath:
         fn = access.kernel
         if fn.body is None or access.node is None:
             return None
-        key = fn.body.id
+        # an access in a device function: compared with the work of the kernel it is
+        # reached from, at the loops around its calls plus its own
+        reached = access.reached
+        root = reached.kernel if reached is not None else fn
+        key = root.body.id
         if key not in self._work:
-            self._work[key] = self._kernel_work(fn, access.int_values)
+            self._work[key] = self._kernel_work(
+                root, reached.int_values if reached is not None else access.int_values)
         work = self._work[key]
         if work is None:
             return None
-        mine = self._runtime_loops(fn, access.node.start_byte, access.int_values)
-        return work if len(mine) < work.runtime else None
+        mine = len(self._runtime_loops(fn, access.node.start_byte, access.int_values))
+        if reached is not None:
+            mine += reached.call_runtime
+        return work if mine < work.runtime else None
 
     # -- the deepest global access of a kernel ----------------------------------------
 

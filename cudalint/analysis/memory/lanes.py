@@ -36,6 +36,7 @@ from weakref import WeakKeyDictionary
 
 from tree_sitter import Node
 
+from cudalint.analysis.memory.callee_lanes import device_calls, reached_accesses
 from cudalint.analysis.memory.figures import Access, wavefronts
 from cudalint.analysis.memory.kernel_lanes import KernelLanes, _declared
 from cudalint.analysis.memory.lane_values import UNKNOWN, WARP, Opaque
@@ -67,7 +68,8 @@ class LaneAnalysis:
         if b"threadIdx" not in ctx.unit.data:
             return
         kernels = [k for k in ctx.analysis(Instances).kernels()
-                   if k.body is not None and b"threadIdx" in k.body.text]
+                   if k.body is not None and (b"threadIdx" in k.body.text or any(
+                       b"threadIdx" in c.body.text for _, c in device_calls(ctx, k)))]
         structs: dict[str, StructType] = {}
 
         def lazy_structs() -> dict[str, StructType]:
@@ -83,7 +85,7 @@ _IDENT = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*")
 
 
 def thread_dependent_names(fn: "Function", writes: dict[str, list[Node]],
-                           declared: list | None = None) -> set[bytes]:
+                           declared: list | None = None, seed=()) -> set[bytes]:
     """Names whose value may depend on threadIdx: declared or assigned from an expression
     that mentions threadIdx or another such name (a cheap over-approximation of what the
     lane engine can follow; everything it reads comes from these declarations and
@@ -100,7 +102,7 @@ def thread_dependent_names(fn: "Function", writes: dict[str, list[Node]],
             if w.type == "assignment_expression":
                 sources.setdefault(name, set()).update(
                     _IDENT.findall(w.child_by_field_name("right").text))
-    dependent = {b"threadIdx"}
+    dependent = {b"threadIdx", *seed}       # seed: parameters a call binds per lane
     pending = {name.encode(): idents for name, idents in sources.items()}
     changed = True
     while changed:
@@ -189,7 +191,8 @@ def _within_budget(ctx, candidates: int) -> bool:
 def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
     candidates = sorted(fn.nodes_in("subscript") + fn.nodes_in("deref"),
                         key=lambda n: n.start_byte)
-    if not candidates or not _within_budget(ctx, len(candidates)):
+    calls = device_calls(ctx, fn)
+    if not (candidates or calls) or not _within_budget(ctx, len(candidates)):
         return []
     declared = block_shape(ctx, fn)
     any_block = declared is None and _one_dimensional(fn) and _no_known_block(ctx, fn)
@@ -201,8 +204,26 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
         return []
     binding = launch_bindings(ctx, fn) if bound is None else bound
     values = {name: v for name, (v, _) in binding.items()}
-    lanes = KernelLanes(ctx, fn, declared, structs, values)
-    dependent = thread_dependent_names(fn, lanes.writes, lanes.declared)
+
+    def make(vals, counters=None, block=declared):
+        return KernelLanes(ctx, fn, block, structs, vals, counters)
+    lanes = make(values)
+    out, targets, up = _body_accesses(ctx, fn, lanes, make, candidates, binding)
+    if any_block and out:
+        out = _same_for_any_block(ctx, fn, structs, values, out, targets, up)
+    if out:
+        loop_depths(lanes, fn, candidates, out, up)
+    if calls:
+        out.extend(_called(ctx, fn, lanes, make, binding, out, any_block))
+    return out
+
+
+def _body_accesses(ctx, fn, lanes, make, candidates, binding, seed=()):
+    """The evaluable accesses among ``candidates`` of ``fn``'s body (a kernel's, or a
+    device function's at one call: ``make`` builds its evaluator again with other
+    values), with the nodes they are read through."""
+    values = lanes.bound
+    dependent = thread_dependent_names(fn, lanes.writes, lanes.declared, seed)
     out = []
     targets = []
     up = _Parents(fn.body)
@@ -231,18 +252,53 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
         if access is None:
             continue
         if access.params:
-            access.symbolic = identify(access, lambda more: _evaluate(KernelLanes(
-                ctx, fn, declared, structs, {**values, **more}), node, target, up))
+            access.symbolic = identify(access, lambda more: _evaluate(
+                make({**values, **more}), node, target, up))
         access.bound = {n: binding[n] for n in lanes.used_params if n in binding}
-        access.reevaluate = _reevaluator(ctx, fn, declared, structs, values, node, target, up)
+        access.reevaluate = _reevaluator(make, values, node, target, up)
         access.int_values = _int_values(lanes)
         out.append(access)
         targets.append(target)
-    if any_block and out:
-        out = _same_for_any_block(ctx, fn, structs, values, out, targets, up)
-    if out:
-        loop_depths(lanes, fn, candidates, out, up)
-    return out
+    return out, targets, up
+
+
+def _called(ctx, fn, lanes, make, binding, own, any_block) -> list[Access]:
+    """The accesses of the device functions the kernel calls, with the lane values
+    of each call (callee_lanes); for any 1-D block, those whose figures a block of 32
+    threads gives too."""
+    def evaluate(callee, clanes, make_callee, seed):
+        candidates = sorted(callee.nodes_in("subscript") + callee.nodes_in("deref"),
+                            key=lambda n: n.start_byte)
+        if not candidates or not _within_budget(ctx, len(candidates)):
+            return []
+        found, _, up = _body_accesses(ctx, callee, clanes, make_callee, candidates,
+                                      binding, seed)
+        if found:
+            loop_depths(clanes, callee, candidates, found, up)
+        return found
+    found = reached_accesses(ctx, fn, lanes, make, evaluate, own)
+    if not any_block or not found:
+        return found
+    small = reached_accesses(ctx, fn, make(lanes.bound, block=SMALLEST_1D_BLOCK),
+                             lambda vals, counters=None: make(vals, counters,
+                                                              SMALLEST_1D_BLOCK),
+                             evaluate, own)
+    others = {(a.reached.path, a.node.id): a for a in small}
+    kept = []
+    for access in found:
+        other = others.get((access.reached.path, access.node.id))
+        if access.space == "global" and \
+                max(access.sectors_per_request()) <= access.ideal_sectors or \
+                access.space == "shared" and \
+                max(access.wavefronts()) <= access.ideal_wavefronts:
+            kept.append(access)
+        elif other is not None and (
+                set(access.sectors_per_request()) == set(other.sectors_per_request())
+                if access.space == "global" else
+                set(access.wavefronts()) == set(other.wavefronts())) and \
+                access.lane_stride_bytes() == other.lane_stride_bytes():
+            kept.append(access)
+    return kept
 
 
 def _dead_loops(fn: "Function") -> list[Node]:
@@ -372,10 +428,9 @@ def _space_of(lanes: KernelLanes, fn: "Function", node: Node) -> str | None:
     return None
 
 
-def _reevaluator(ctx, fn, declared, structs, values, node, target, up):
+def _reevaluator(make, values, node, target, up):
     def again(counters: dict[int, int]) -> Access | None:
-        return _evaluate(KernelLanes(ctx, fn, declared, structs, values, counters),
-                         node, target, up)
+        return _evaluate(make(values, counters), node, target, up)
     return again
 
 
@@ -516,7 +571,9 @@ def _passed_by_reference(ctx, node: Node, up=None) -> bool:
     if callee is None:
         return False
     if callee.type == "template_function":
-        return True
+        # static_cast<uint32_t>(scratch[off + 7]) converts a value: a plain load
+        return not (text(callee.child_by_field_name("name")) in _VALUE_CASTS and
+                    "&" not in text(callee.child_by_field_name("arguments")))
     if callee.type == "field_expression":
         callee = callee.child_by_field_name("field")
     elif callee.type == "qualified_identifier":
@@ -528,6 +585,9 @@ def _passed_by_reference(ctx, node: Node, up=None) -> bool:
         if position in refs or (refs and -1 in refs):
             return True
     return False
+
+
+_VALUE_CASTS = ("static_cast", "reinterpret_cast", "const_cast")
 
 
 def _reference_params(ctx) -> dict[str, list[set[int]]]:

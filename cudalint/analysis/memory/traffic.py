@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
-from cudalint.analysis.memory.figures import SECTOR, min_sectors_of_points
+from cudalint.analysis.memory.figures import SECTOR, min_sectors_of_points, root_kernel
 from cudalint.analysis.memory.kernel_lanes import _declared
 from cudalint.analysis.memory.lane_values import N_SAMPLES
 from cudalint.analysis.memory.siblings import constant_distance
@@ -53,7 +53,7 @@ def fetched_and_used(access: "Access", accesses: list["Access"],
     values of a parameter)."""
     joined = [access]
     for other in accesses:
-        if other is access or other.kernel is not access.kernel or \
+        if other is access or root_kernel(other) is not root_kernel(access) or \
                 other.space != access.space or other.region != access.region or \
                 other.width > SECTOR:
             continue
