@@ -16,6 +16,7 @@ from operator import itemgetter
 from tree_sitter import Node, Tree
 
 from cudalint.model.consteval import MAX_TEXT, MAX_VALUE, eval_int, fits
+from cudalint.model.types import TypeAliases
 from cudalint.parse import captures, text
 
 FUNCTION_SPACES = ("__global__", "__device__", "__host__")
@@ -344,6 +345,11 @@ class Model:
             else:
                 env.update(_enum_values(node, env))
         return env
+
+    @cached_property
+    def type_aliases(self) -> TypeAliases:
+        """The unit's typedef/using/#define names of types (one table for every analysis)."""
+        return TypeAliases(self.nodes("define"), self.root.text or b"")
 
     # ---- functions -----------------------------------------------------------------
     @cached_property

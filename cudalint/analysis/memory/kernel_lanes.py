@@ -9,7 +9,6 @@ index). Anything it cannot follow raises ``Opaque``.
 """
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
@@ -111,8 +110,8 @@ class KernelLanes:
             name = bound_type(self.fn, name)
         size = type_size(name, self.structs)
         if size is None:
-            size = _alias_size(self.ctx, " ".join(name.replace("const", " ").split()),
-                               self.structs)
+            size = self.ctx.model.type_aliases.size(
+                " ".join(name.replace("const", " ").split()), self.structs)
         return size
 
     def const(self, v: int) -> tuple:
@@ -736,45 +735,6 @@ def _loop_start(write: Node, decl: _Decl, writes: list[Node]) -> bool:
                 text(w.child_by_field_name("operator")) not in ("+=", "-="):
             return False
     return True
-
-
-def _alias_size(ctx: "UnitContext", name: str, structs: dict[str, StructType]
-                ) -> int | None:
-    """sizeof ``name`` when the unit makes it another name for a sized type: ``typedef
-    float real;``, ``using real = float;``, ``#define real float``."""
-    if not name.isidentifier():
-        return None
-    memo = ctx.analysis(_AliasMemo)
-    if name in memo.sizes:
-        return memo.sizes[name]
-    memo.sizes[name] = None                 # a cycle of aliases: no size
-    target = None
-    for d in ctx.model.nodes("define"):
-        if text(d.child_by_field_name("name")) == name:
-            value = d.child_by_field_name("value")
-            target = text(value).strip() if value is not None else None
-    if target is None:
-        key = re.escape(name.encode())
-        m = re.search(rb"\btypedef\s+([A-Za-z_][\w\s:<>,]*?)\s+" + key + rb"\s*;",
-                      ctx.unit.data) or \
-            re.search(rb"\busing\s+" + key + rb"\s*=\s*([A-Za-z_][\w\s:<>,]*?)\s*;",
-                      ctx.unit.data)
-        target = m.group(1).decode("ascii", "replace") if m else None
-    size = None
-    if target:
-        target = " ".join(target.replace("const", " ").replace("struct ", " ").split())
-        size = type_size(target, structs)
-        if size is None and target != name:
-            size = _alias_size(ctx, target, structs)
-    memo.sizes[name] = size
-    return size
-
-
-class _AliasMemo:
-    """Per unit: sizes of type names resolved through aliases (ctx.analysis(...))."""
-
-    def __init__(self, ctx: "UnitContext"):
-        self.sizes: dict[str, int | None] = {}
 
 
 def _same_block(write: Node, decl: _Decl) -> bool:

@@ -44,6 +44,9 @@ THREAD_STEPS = 100_000         # statement executions x simulated threads per ru
 # that depends on them is not taken for a fact
 SAMPLES = ((1024, 0, 4), (2053, 1, 7))
 GUESSED_BLOCKS = ((128, 1, 1), (256, 1, 1))
+# the byte width given to an element of a type a Python template leaves unknown: byte
+# addresses are then element indices (races pair accesses by address alone)
+OPAQUE_ELEMENT = 1
 
 
 _BIN = bytes.maketrans(b"\x00\x01", b"01")
@@ -153,11 +156,23 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
         return scope
 
     def _size(self, elem: str) -> int | None:
-        """type_size of an element type under the unit's structs (memoised per run)."""
+        """sizeof an element type under the unit's structs and type aliases (memoised per
+        run). A type a Python template leaves unknown counts one byte: its arrays are then
+        followed by element index, and nothing reinterprets them (:meth:`decay`)."""
         sizes = self._sizes
         if elem in sizes:
             return sizes[elem]
-        v = sizes[elem] = type_size(elem, self.structs)
+        v = sizes[elem] = self.elem_size(elem)
+        return v
+
+    def elem_size(self, elem: str) -> int | None:
+        v = type_size(elem, self.structs)
+        if v is None:
+            aliases = self.ctx.model.type_aliases
+            name = clean(elem)
+            v = aliases.size(name, self.structs)
+            if v is None and aliases.is_opaque(name):
+                v = OPAQUE_ELEMENT
         return v
 
     def _step(self):
@@ -297,9 +312,37 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
                 raise GiveUp("continue outside a loop")
             self.frames[-1].loops[-1][1] |= act
             return 0
-        if t in ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif"):
+        if t == "preproc_if":
+            # `#if (BLOCK_SIZE >= 512)` inside the body: the branch the unit's constants
+            # choose runs in the enclosing scope (pycuda's reduction template)
+            for child in self._preproc_branch(node):
+                if not act:
+                    break
+                act = self.exec(child, act)
+            return act
+        if t in ("preproc_ifdef", "preproc_else", "preproc_elif"):
             raise GiveUp("preprocessor conditional")
         raise GiveUp(f"statement {t}")
+
+    def _preproc_branch(self, node: Node) -> list[Node]:
+        """The statements of the branch of an ``#if``/``#elif``/``#else`` chain that the
+        unit's integer constants choose (GiveUp when a condition is not such a constant:
+        an undefined name, ``defined(X)``)."""
+        for _ in range(64):
+            if node.type == "preproc_else":
+                return [c for c in node.named_children if c.type != "comment"]
+            cond = node.child_by_field_name("condition")
+            alt = node.child_by_field_name("alternative")
+            v = self.env_int(text(cond)) if cond is not None else None
+            if v is None:
+                raise GiveUp("preprocessor conditional")
+            if v:
+                return [c for c in node.named_children if c.type != "comment" and
+                        c.id != cond.id and (alt is None or c.id != alt.id)]
+            if alt is None:
+                return []
+            node = alt
+        raise GiveUp("preprocessor conditional")
 
     def exec_if(self, node: Node, act: int) -> int:
         aux = node.aux
@@ -525,12 +568,18 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
             return None
         if elem == clean(v.elem) and len(v.dims) <= 1:
             return SPtr(v.key, v.offset, v.elem, (), v.size)
-        if type_size(elem, self.structs) is None:
+        aliases = self.ctx.model.type_aliases
+        if aliases.is_opaque(elem) or aliases.is_opaque(clean(v.elem)):
+            # out_type* to out_type_alias* is the same element; any other type than an
+            # opaque one reinterprets bytes whose width nobody knows
+            same = aliases.resolved(elem) == aliases.resolved(clean(v.elem))
+            return SPtr(v.key, v.offset, v.elem, (), v.size) if same else None
+        if self.elem_size(elem) is None:
             return None
         return SPtr(v.key, v.offset, elem, (), v.size)
 
     def _shared_value(self, var: SharedVar):
-        esize = type_size(var.elem, self.structs)
+        esize = self.elem_size(var.elem)
         if esize is None:
             return None
         size = None

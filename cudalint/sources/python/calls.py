@@ -32,6 +32,7 @@ _HEADER_FIELDS = ("test", "iter", "target", "items", "subject", "value", "target
 # packages whose names mean a file may compile CUDA through a module attribute
 _PACKAGES = ("cupy", "cupyx", "pycuda", "torch", "chainer")
 MAX_CALLERS = 8           # calls of a compiling function followed for its parameters
+CALLER_DEPTH = 1          # callers of those callers followed, when they pass parameters
 MAX_BRANCHES = 8          # kernels one call gives through names assigned in branches
 # calls of a compile API that compile no CUDA C++: CuPy's RawModule(path=) loads a
 # cubin/ptx/hsaco file ("path (str): Path to a cubin/ptx file", RawModule's docstring),
@@ -178,30 +179,41 @@ class Collector(LaunchReader, Snippets):
                 self.result.unread.append(Unread(cs, ce, api.label, self.reason()))
         self.attach_launches()
 
-    def through_callers(self, call: ast.Call, api: CompileApi, scope
-                        ) -> list[EmbeddedKernel]:
+    def through_callers(self, call: ast.Call, api: CompileApi, scope, bound=None,
+                        depth: int = 0) -> list[EmbeddedKernel]:
         """A source built from the parameters of the function that compiles it: one
         kernel per call of that function in this module whose arguments are known (at
-        most MAX_CALLERS; the same text from several callers is analysed once)."""
-        fn = scope.node if scope is not None else None
+        most MAX_CALLERS; the same text from several callers is analysed once). A caller
+        that passes its own parameters is followed to its callers in turn, CALLER_DEPTH
+        functions up (pycuda's ReductionKernel passes self.block_size to
+        get_reduction_kernel_and_types, which passes it to get_reduction_module)."""
+        bound = bound if bound is not None else scope    # whose parameters callers give
+        fn = bound.node if bound is not None else None
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return []
         why = self.ex.why
-        method = scope.parent is not None and isinstance(scope.parent.node, ast.ClassDef)
+        method = bound.parent is not None and isinstance(bound.parent.node, ast.ClassDef)
         out: list[EmbeddedKernel] = []
         seen: set = set()
         sites = self.call_sites(fn.name, method)
         if method:          # self.f(...) in the same class (another class may have an f)
-            sites = [(c, s) for c, s in sites if _class_of(s) is scope.parent.node]
+            sites = [(c, s) for c, s in sites if _class_of(s) is bound.parent.node]
         for site, site_scope in sites[:MAX_CALLERS]:
             self.ex.why = None
-            values = self.ex.arguments(fn, site, site_scope, scope.parent, method)
+            values = self.ex.arguments(fn, site, site_scope, bound.parent, method)
             if values is None:
                 continue
-            with self.ex.binding(scope, values):
-                for k in self.kernels_of(call, api, scope):
+            with self.ex.binding(bound, values):
+                self.ex.params_hit = False
+                found = self.kernels_of(call, api, scope)
+                if depth < CALLER_DEPTH and self.ex.params_hit and site_scope is not None \
+                        and site_scope is not bound and \
+                        any(OPAQUE_PREFIX in k.text for k in found):
+                    found = self.through_callers(call, api, scope, site_scope,
+                                                 depth + 1) or found
+                for k in found:
                     key = (k.text, tuple(k.char_map))
-                    if key not in seen:
+                    if key not in seen and len(out) < MAX_CALLERS:
                         seen.add(key)
                         out.append(k)
         self.ex.why = why if out or not why or "is a parameter of" not in why else \
