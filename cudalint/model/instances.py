@@ -11,7 +11,8 @@ unit, the template arguments the project gives it: launches ``k<256><<<...>>>`` 
 other mentions ``linear_kernel(k<3>, ...)`` in the unit's host code (arguments evaluated
 with the enclosing function's constants, and through the instantiations of an enclosing
 host template), and launches in other files (``Unit.launches``, whose arguments the
-project index evaluated in the launcher). Each distinct binding is a copy of the
+project index evaluated in the launcher), and the instantiations a CuPy RawModule names
+in ``name_expressions`` (``Unit.embedded``). Each distinct binding is a copy of the
 kernel's :class:`~cudalint.model.kernels.Function` with the arguments bound
 (:func:`bind`): its ``constants`` hold the values, its ``type_bindings`` the types,
 ``instance`` names it, ``instance_launches`` are the launches that made it (their block
@@ -305,6 +306,13 @@ class Instances:
                 entry = found.setdefault(key, (got[0], got[1], []))
                 entry[2].append(InstanceLaunch(site.block, (lambda s=site: s.line),
                                                site.file))
+            for args in self._name_expressions(fn):
+                got = binding(fn, args, self.model.constants, known_type=self.known_type)
+                if got is None:
+                    unknown = True
+                    continue
+                key = (tuple(sorted(got[0].items())), tuple(sorted(got[1].items())))
+                found.setdefault(key, (got[0], got[1], []))
             for launch in self.model.launches:
                 if launch.kernel == fn.name and launch.node.child_by_field_name(
                         "function").type != "template_function":
@@ -317,6 +325,21 @@ class Instances:
         out = [bind(fn, vals, tys, tuple(sites) if kernel else None)
                for vals, tys, sites in list(found.values())[:most]]
         return ([fn] if unknown else []) + out
+
+    def _name_expressions(self, fn: "Function") -> list[list[str]]:
+        """Template arguments of ``fn`` in the instantiations a CuPy RawModule names
+        (``name_expressions=['k<float>', 'ns::k<double, 4>']``: nvcc builds exactly
+        those). Its Python launches (``get_function('k<double>')``) give no instance of
+        their own: their names are read without the arguments, so the block comes from
+        the launches of ``k`` alike (launch_shape.block_shape)."""
+        emb = getattr(self.ctx.unit, "embedded", None)
+        out = []
+        for expr in getattr(emb, "name_expressions", None) or ():
+            head, lt, rest = expr.partition("<")
+            if lt and head.strip().rsplit("::", 1)[-1] == fn.name and \
+                    rest.rstrip().endswith(">"):
+                out.append(split_args("<" + rest.strip()))
+        return out
 
     def _unit_launch(self, launch: Node, host: "Function | None",
                      env: dict[str, int]) -> InstanceLaunch:
