@@ -29,6 +29,8 @@ CHILD = ROOT / "tests" / "fuzz" / "slow_child.py"
 
 
 def target_of(path: Path) -> str:
+    if path.parent.name.endswith("_slow"):       # tests/fuzz/regressions/<target>_slow/
+        return path.parent.name[:-len("_slow")]
     name = re.sub(r"^(?:local|seed\d+)_", "", path.name)      # which run found it
     for t in TARGETS:
         if name.startswith(t + "_"):
