@@ -66,6 +66,8 @@ _BLOCK_BARRIER = re.compile(
     rb"\bgrid_sync\b")
 _INTER_BLOCK = re.compile(rb"__threadfence|\bthis_grid\b|\bgrid_group\b|\bgrid\.sync\b|"
                           rb"\bvolatile\b|\bcuda::atomic|\bcuda::std::atomic")
+# a store to an element: x[i] = / op= / ++ / --
+_STORE = re.compile(rb"\]\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|\]\s*(?:\+\+|--)|(?:\+\+|--)\s*\w+\s*\[")
 _ATOMIC = re.compile(rb"\batomic\w*\s*\(")
 # a kernel with more subscripts than this is not searched (fuzzed sums of thousands)
 MAX_SITES = 512
@@ -105,13 +107,14 @@ class GlobalRaces:
         for fn in ctx.analysis(Instances).kernels():
             if fn.body is None or b"threadIdx" not in fn.body.text:
                 continue
-            sites = _sites(ctx, fn)
+            up = _Parents(fn.body)
+            sites = _sites(ctx, fn, up)
             if sites is None:
                 continue
             if barrier_fns is None:
                 barrier_fns = {f.name for f in ctx.model.functions
                                if f.body is not None and _BLOCK_BARRIER.search(f.body.text)}
-            self.items.extend(_kernel_races(ctx, fn, sites, lazy_structs, barrier_fns))
+            self.items.extend(_kernel_races(ctx, fn, sites, lazy_structs, barrier_fns, up))
 
 
 def _aliases(ctx: "UnitContext", fn: "Function") -> dict[str, str]:
@@ -143,14 +146,16 @@ def _aliases(ctx: "UnitContext", fn: "Function") -> dict[str, str]:
     return rep
 
 
-def _sites(ctx: "UnitContext", fn: "Function") -> list[tuple[Node, bool, bool]] | None:
+def _sites(ctx: "UnitContext", fn: "Function", up) -> list[tuple[Node, bool, bool]] | None:
     """Subscripts of a named pointer (a parameter, or a local the engine follows to
     one; not under ``&``): (node, store, load), or None when none is a store."""
-    if not any(p.is_pointer for p in fn.params):
+    if not any(p.is_pointer for p in fn.params) or not _STORE.search(fn.body.text):
         return None
-    up = _Parents(fn.body)
+    nodes = fn.nodes_in("subscript")
+    if len(nodes) > MAX_SITES:
+        return None
     out = []
-    for node in fn.nodes_in("subscript"):
+    for node in nodes:
         base = node.child_by_field_name("argument")
         if base is None or base.type != "identifier":
             continue
@@ -164,8 +169,6 @@ def _sites(ctx: "UnitContext", fn: "Function") -> list[tuple[Node, bool, bool]] 
             continue                        # wrapper code cudalint wrote for a snippet
         store, load = _direction(node, up)
         out.append((node, store, load))
-    if len(out) > MAX_SITES:
-        return None
     return out if any(store for _, store, _ in out) else None
 
 
@@ -202,7 +205,7 @@ def _engine(ctx, fn, shape, structs, values, bx: int) -> _AtBlock:
     return lanes
 
 
-def _kernel_races(ctx, fn, sites, structs, barrier_fns) -> list[GlobalRace]:
+def _kernel_races(ctx, fn, sites, structs, barrier_fns, up) -> list[GlobalRace]:
     shape = block_shape(ctx, fn)
     if shape is None and _one_dimensional(fn) and _no_known_block(ctx, fn):
         shape = ANY_1D_BLOCK if not fn.instance else replace(ANY_1D_BLOCK, instance=fn.instance)
@@ -215,7 +218,6 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns) -> list[GlobalRace]:
     if not (same_block or cross_block):
         return []
     values = {name: v for name, (v, _) in launch_bindings(ctx, fn).items()}
-    up = _Parents(fn.body)
     engines = [_engine(ctx, fn, shape, structs, values, bx) for bx in (0, 1)]
     evaluated = []
     alias = _aliases(ctx, fn)
@@ -416,15 +418,25 @@ def _reached(lanes: KernelLanes, fn, node: Node, up) -> tuple:
             if vec is not None:
                 act = [a and bool(v) for a, v in zip(act, vec)]
         elif parent.type == "compound_statement":
-            for stmt in parent.named_children:
+            for stmt in _exit_ifs(lanes, parent):
                 if stmt.start_byte >= cur.start_byte:
                     break
-                if stmt.type == "if_statement" and _exits(stmt):
-                    vec = _condition(lanes, stmt.child_by_field_name("condition"))
-                    if vec is not None:
-                        act = [a and not v for a, v in zip(act, vec)]
+                vec = _condition(lanes, stmt.child_by_field_name("condition"))
+                if vec is not None:
+                    act = [a and not v for a, v in zip(act, vec)]
         cur = parent
     return tuple(act)
+
+
+def _exit_ifs(lanes: KernelLanes, block: Node) -> list[Node]:
+    """The ``if (c) return;`` statements of a block, in order (once per block: a body
+    of thousands of statements is walked once, not once per access)."""
+    memo = lanes.__dict__.setdefault("_exit_ifs", {})
+    got = memo.get(block.id)
+    if got is None:
+        got = memo[block.id] = [c for c in block.named_children
+                                if c.type == "if_statement" and _exits(c)]
+    return got
 
 
 def _exits(stmt: Node) -> bool:
