@@ -702,6 +702,42 @@ def index_for(path: str, settings) -> ProjectIndex | None:
     return ProjectIndex([full], dirs)
 
 
+MAX_FOLDER_FILES = 64     # CUDA files of an open file's folder the language server indexes
+
+
+def editor_index(path: str, texts: dict[str, str], settings) -> ProjectIndex | None:
+    """The index the language server lints an open CUDA file with: the open CUDA
+    documents (``texts``: path -> the editor's text, saved or not) and the other CUDA
+    files of the file's folder (from disk, MAX_FOLDER_FILES at most). A launcher beside
+    the file, or open in the editor, binds its kernels' block shapes and template
+    arguments as in a run over the project; ``deps`` says which files a result used."""
+    if not ENABLED:
+        return None
+    full = os.path.abspath(path)
+    files = [full] + [os.path.abspath(p) for p in texts]
+    folder = os.path.dirname(full)
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        names = []
+    files += [os.path.join(folder, n) for n in names
+              if n.endswith((".cu", ".cuh"))][:MAX_FOLDER_FILES]
+    dirs = tuple(os.path.join(settings.root, d)
+                 for d in getattr(settings, "include_dirs", ()) or ())
+    idx = ProjectIndex(list(dict.fromkeys(files)), dirs)
+    for p, text in texts.items():
+        idx._facts[os.path.abspath(p)] = scan(os.path.abspath(p), text)
+    return idx
+
+
+def use_index(idx: ProjectIndex | None) -> ProjectIndex | None:
+    """Make ``idx`` the run's index (the language server's worker, one file at a time);
+    returns the one it replaces."""
+    global _CURRENT
+    old, _CURRENT = _CURRENT, idx
+    return old
+
+
 @dataclass
 class UnitView:
     """What the linting of one CUDA file takes from the project."""

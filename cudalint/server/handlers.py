@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import os
 from typing import Any
 
 from lsprotocol import types as lsp
@@ -208,6 +209,7 @@ class ProtocolHandlers:
     @_guard()
     def did_change(self, params: lsp.DidChangeTextDocumentParams) -> None:
         self.schedule(params.text_document.uri, self.options.debounce_ms)
+        self.relint_dependents(params.text_document.uri, self.options.debounce_ms)
 
     @_guard()
     def did_save(self, params: lsp.DidSaveTextDocumentParams) -> None:
@@ -217,6 +219,30 @@ class ProtocolHandlers:
         else:
             self._resolver = None      # a config saved outside the editor counts too
             self.schedule(uri, 0)
+            self.relint_dependents(uri, 0)
+
+    def relint_dependents(self, uri: str, delay_ms: int) -> None:
+        """The open documents whose last result used the facts of ``uri``'s file (a
+        header they include, a file launching their kernels) are analysed again: their
+        own text did not change, their diagnostics may have (``k<1>`` became ``k<3>``)."""
+        path = self._path_of(uri)
+        if path is None:
+            return
+        full = os.path.abspath(path)
+        dependents = [u for u, a in list(self._analyses.items())
+                      if u != uri and full in a.deps]
+        for u in dependents:
+            self._analyses.pop(u, None)
+        if not dependents:
+            return
+        if self.pull_mode:
+            caps = self.client_capabilities
+            ws = caps and caps.workspace
+            if ws and ws.diagnostics and ws.diagnostics.refresh_support:
+                self.workspace_diagnostic_refresh(None)
+            return
+        for u in dependents:
+            self.schedule(u, delay_ms)
 
     @_guard()
     def did_close(self, params: lsp.DidCloseTextDocumentParams) -> None:

@@ -40,7 +40,8 @@ class IncrementalPath:
             result = merge(previous.result, previous.text, text, piece, old_end, new_end)
         index = LineIndex(text, self._encoding())
         items = [to_lsp(d, index) for d in result.visible]
-        return Analysis(key, text, "cuda", result, items, index, partial=True)
+        return Analysis(key, text, "cuda", result, items, index, partial=True,
+                        deps=previous.deps)
 
     def _schedule_full(self, uri: str) -> None:
         old = self._full_pending.pop(uri, None)

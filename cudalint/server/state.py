@@ -18,7 +18,8 @@ from cudalint.config import ConfigError, ConfigResolver, Settings
 from cudalint.engine import FileResult
 from cudalint.server.options import parse_options
 from cudalint.server.positions import LineIndex, to_lsp, unread_hint
-from cudalint.server.worker import WorkerFailure, _failure_diagnostic, _job_lint
+from cudalint.server.worker import (WorkerFailure, _failure_diagnostic, _job_lint,
+                                     _job_lint_open)
 from cudalint.sources.base import file_kind
 
 CUDA_LANGUAGE_IDS = frozenset({"cuda", "cuda-cpp", "cuda-c++", "cuda_cpp"})
@@ -36,6 +37,9 @@ class Analysis:
     index: LineIndex
     partial: bool = False      # the edited kernel re-analysed, the rest moved along
     failed: bool = False       # the worker did not finish
+    # the other files whose facts the result used (headers, launchers): a change to one
+    # of them re-lints the document (handlers.relint_dependents)
+    deps: tuple[str, ...] = ()
 
     @property
     def result_id(self) -> str:
@@ -164,6 +168,7 @@ class DocumentState:
         name = path or "-"
         result: FileResult | None
         failed = False
+        deps: tuple[str, ...] = ()
         if previous is not None and kind == "cuda":
             fast = await self._fast(uri, key, name, settings, text, previous)
             if fast is not None:
@@ -179,8 +184,14 @@ class DocumentState:
             result = FileResult(name)
         else:
             try:
-                result = await self.worker.call(_job_lint, name, text, settings, kind,
-                                                wanted=self._wanted(uri, key[1]))
+                if kind == "cuda" and path is not None:
+                    got = await self.worker.call(_job_lint_open, name, text, settings,
+                                                 kind, self._open_cuda_texts(),
+                                                 wanted=self._wanted(uri, key[1]))
+                    result, deps = got if got is not None else (None, ())
+                else:
+                    result = await self.worker.call(_job_lint, name, text, settings, kind,
+                                                    wanted=self._wanted(uri, key[1]))
             except WorkerFailure as exc:
                 result = FileResult(name)
                 result.diagnostics.append(_failure_diagnostic(name, str(exc)))
@@ -190,4 +201,13 @@ class DocumentState:
         index = LineIndex(text, self._encoding())
         items = [to_lsp(d, index) for d in result.visible] + \
             [unread_hint(u, index) for u in result.unread]
-        return Analysis(key, text, kind, result, items, index, failed=failed)
+        return Analysis(key, text, kind, result, items, index, failed=failed, deps=deps)
+
+    def _open_cuda_texts(self) -> dict[str, str]:
+        """path -> text of the open CUDA documents (the project of a linted file)."""
+        out = {}
+        for uri, doc in list(self.workspace.text_documents.items()):
+            path = self._path_of(uri)
+            if path is not None and self.kind_of(path, doc.language_id) == "cuda":
+                out[path] = doc.source
+        return out

@@ -47,6 +47,23 @@ def _job_lint(path: str, text: str, settings: Settings, kind: str) -> FileResult
     return lint_text(path, text, settings, kind)
 
 
+def _job_lint_open(path: str, text: str, settings: Settings, kind: str,
+                   texts: dict[str, str]) -> tuple[FileResult, tuple[str, ...]]:
+    """A CUDA file linted with the open documents and its folder as its project
+    (``project.index.editor_index``), and the files whose facts its result used: a
+    change to one of them re-lints it."""
+    from cudalint.engine import lint_text
+    from cudalint.project import index
+    idx = index.editor_index(path, texts, settings)
+    old = index.use_index(idx)
+    try:
+        result = lint_text(path, text, settings, kind)
+        deps = tuple(idx.deps(os.path.abspath(path))) if idx is not None else ()
+    finally:
+        index.use_index(old)
+    return result, deps
+
+
 def _job_slice(path: str, text: str, settings: Settings, kind: str, start: int, end: int):
     from cudalint.incremental import lint_kernel_slice
     return lint_kernel_slice(path, text, settings, kind, start, end)
