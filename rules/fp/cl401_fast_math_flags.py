@@ -52,7 +52,8 @@ class FastMathFlags(Rule):
     - Evidence: `fixtures/CL401/sass_truth.json` (SASS with and without the flags)
 
     ## Precision on unseen code
-    Precision on unseen code: 2/3 right (2026-11-24, 1d70d04; docs/precision.md)
+    Precision on unseen code: 0/2 right (2026-11-24, ea1e6f7; docs/precision.md);
+    earlier 2/3 (2026-11-24, 1d70d04)
 
     """
     code = "CL401"

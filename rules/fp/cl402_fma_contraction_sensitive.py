@@ -48,7 +48,8 @@ class FmaContractionSensitive(Rule):
     - Evidence: `fixtures/CL402/sass_truth.json` (FFMA before the fix, none after)
 
     ## Precision on unseen code
-    Precision on unseen code: 0/1 right (2026-11-24, 1d70d04; docs/precision.md)
+    Precision on unseen code: 0/1 right (2026-11-24, ea1e6f7; docs/precision.md);
+    earlier 0/1 (2026-11-24, 1d70d04)
 
     """
     code = "CL402"

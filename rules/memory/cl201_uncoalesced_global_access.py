@@ -213,7 +213,8 @@ class UncoalescedGlobalAccess(Rule):
     - CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"
 
     ## Precision on unseen code
-    Precision on unseen code: 6/18 right (2026-11-24, 1d70d04; docs/precision.md)
+    Precision on unseen code: 2/3 right (2026-11-24, ea1e6f7; docs/precision.md);
+    earlier 6/18 (2026-11-24, 1d70d04)
 
     """
     code = "CL201"

@@ -111,7 +111,8 @@ class SharedBankConflict(Rule):
     - CUDA C++ Best Practices Guide, "Shared Memory and Memory Banks"
 
     ## Precision on unseen code
-    Precision on unseen code: 9/33 right (2026-11-24, 1d70d04; docs/precision.md)
+    Precision on unseen code: 0/23 right (2026-11-24, ea1e6f7; docs/precision.md);
+    earlier 9/33 (2026-11-24, 1d70d04)
 
     """
     code = "CL202"

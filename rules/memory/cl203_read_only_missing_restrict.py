@@ -176,7 +176,8 @@ class ReadOnlyMissingRestrict(Rule):
       https://github.com/llvm/llvm-project/blob/main/llvm/lib/Transforms/Vectorize/LoadStoreVectorizer.cpp
 
     ## Precision on unseen code
-    Precision on unseen code: 0/1 right (2026-11-24, 1d70d04; docs/precision.md)
+    Precision on unseen code: 1/3 right (2026-11-24, ea1e6f7; docs/precision.md);
+    earlier 0/1 (2026-11-24, 1d70d04)
 
     """
     code = "CL203"

@@ -127,7 +127,8 @@ class LocalMemoryArray(Rule):
       shared memory per block, the opt-in maximum per architecture)
 
     ## Precision on unseen code
-    Precision on unseen code: 3/4 right (2026-11-24, 1d70d04; docs/precision.md)
+    Precision on unseen code: 3/3 right (2026-11-24, ea1e6f7; docs/precision.md);
+    earlier 3/4 (2026-11-24, 1d70d04)
 
     """
     code = "CL204"

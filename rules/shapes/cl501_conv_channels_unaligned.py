@@ -61,6 +61,10 @@ class ConvChannelsUnaligned(Rule):
       Figure 8), 4.4.2 "Filter Size" (for 1x1 filters it is the product C*R*S that
       matters) and Chapter 1, "Quick-Start Checklist",
       https://docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/
+
+    ## Precision on unseen code
+    Precision on unseen code: 1/12 right (2026-11-24, ea1e6f7; docs/precision.md)
+
     """
     code = "CL501"
     name = "conv-channels-unaligned"
