@@ -172,7 +172,9 @@ def counter_step(access: Access, loop: CountedLoop) -> tuple[Access, int] | None
     return a0, steps.pop()
 
 
-_BARRIER = re.compile(rb"__syncthreads|__syncwarp|bar\.sync|\.sync\s*\(")
+# every spelling of a barrier (cooperative groups' cg::sync(g) and synchronize(g) too)
+_BARRIER = re.compile(rb"__syncthreads|__syncwarp|__barrier_sync|\bbar(?:rier)?\.(?:cta\.)?sync|"
+                      rb"\.sync\s*\(|\b(?:sync|synchronize)\s*\(")
 
 
 def vector_access(access: Access) -> Access | None:
