@@ -156,3 +156,34 @@ def test_cl201_dead_loop_never_stores():
     # three store requests per warp: the padding loop's store never executes
     assert r["metrics"]["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"] == 3 * warps
     assert not _findings(r["file"], "CL201")
+
+
+def test_sync_rules_name_the_instantiation():
+    """CL103, CL105, CL106 and CL107 name the instantiation as CL101/CL102 do; a finding
+    alike in several instantiations is said once, naming them all."""
+    src = ("template <int N>\n__global__ void exits(float *a) {\n"
+           "    __shared__ float s[256];\n    if (threadIdx.x >= N) return;\n"
+           "    s[threadIdx.x] = a[threadIdx.x];\n    __syncthreads();\n"
+           "    a[threadIdx.x] = s[(threadIdx.x + 1) % N];\n}\n"
+           "template <int N>\n__global__ void two(float *a) {\n"
+           "    __shared__ float s[256];\n"
+           "    if (threadIdx.x < N) { s[threadIdx.x] = 1.f; __syncthreads(); }\n"
+           "    else { s[threadIdx.x] = 2.f; __syncthreads(); }\n"
+           "    a[threadIdx.x] = s[(threadIdx.x + 1) % 256];\n}\n"
+           "template <int N>\n__global__ void mask(float *a) {\n"
+           "    float v = a[threadIdx.x];\n"
+           "    if (threadIdx.x < 16) v += __shfl_down_sync(0xffffffff, v, N);\n"
+           "    a[threadIdx.x] = v;\n}\n"
+           "template <int N>\n__global__ void conflict(float *a) {\n"
+           "    __shared__ int s[4];\n    s[0] = threadIdx.x + N;\n    __syncthreads();\n"
+           "    a[threadIdx.x] = s[0];\n}\n"
+           "void h(float *a) {\n    exits<64><<<1, 256>>>(a);\n    exits<128><<<1, 256>>>(a);\n"
+           "    two<64><<<1, 256>>>(a);\n    mask<1><<<1, 32>>>(a);\n"
+           "    conflict<2><<<1, 256>>>(a);\n}\n")
+    settings = Settings(select=("CL103", "CL105", "CL106", "CL107"))
+    found = {(d.code, d.row): d.message for d in lint_text("t.cu", src, settings,
+                                                           "cuda").diagnostics}
+    assert "in instantiations `exits<64>`, `exits<128>`" in found[("CL106", 6)]
+    assert "in instantiation `two<64>`" in found[("CL103", 12)]
+    assert "in instantiation `mask<1>`" in found[("CL105", 19)]
+    assert "in instantiation `conflict<2>`" in found[("CL107", 25)]

@@ -1,5 +1,6 @@
 """Shared by CL101 and CL102: the races of each rule, by later access (CL102) or by
-warp-synchronous exchange (CL101: one array, one kernel, one barrier-free region)."""
+warp-synchronous exchange (CL101: one array, one kernel, one barrier-free region); and by
+the sync rules: how a message names the instantiation of a template kernel."""
 from __future__ import annotations
 
 import re
@@ -11,6 +12,22 @@ from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.analysis.sync.races import Race, RaceAnalysis
 from cudalint.analysis.sync.warp_reach import partial_warp_reason
 from cudalint.parse import text
+
+
+def instance_mentions(ctx, fn) -> list[str]:
+    """``, in instantiation `k<3>``` for each instantiation the project makes of template
+    kernel ``fn`` (an analysis that reads the kernel as written holds for each; the
+    engine says alike findings once, naming them all); [""] when ``fn`` is no template
+    kernel, is an instantiation already, or some launch leaves its arguments unknown."""
+    if fn.instance:
+        return [f", in {mention(fn.instance)}"]
+    if not fn.is_kernel or not fn.is_template:
+        return [""]
+    from cudalint.model.instances import Instances
+    insts = ctx.analysis(Instances).of(fn)
+    if not insts or any(not i.instance for i in insts):
+        return [""]
+    return [f", in {mention(i.instance)}" for i in insts]
 
 
 def races_for(ctx, rule: str):

@@ -1,6 +1,7 @@
 from cudalint.analysis.sync.skipped_barriers import SkippedBarriers, pre_volta
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
+from cudalint.rules.sync._race_common import instance_mentions
 
 
 class DivergentBarrier(Rule):
@@ -84,15 +85,17 @@ class DivergentBarrier(Rule):
                 then = f" (on {ctx.settings.arch}, before Volta's independent scheduling)"
             else:
                 continue
-            yield Finding.at(
-                b.node,
-                f"divergent barrier: `{b.spelling}` {b.why}{then}; every thread of the "
-                f"block must reach the same barriers (move it out of the "
-                f"thread-dependent code)",
-                metrics={"barrier": b.spelling,
-                         "kernel": b.fn.name if b.fn.is_kernel else None,
-                         "function": b.fn.name,
-                         "meets_line": ctx.line(b.meets) if b.meets is not None else None})
+            for inst in instance_mentions(ctx, b.fn):
+                yield Finding.at(
+                    b.node,
+                    f"divergent barrier: `{b.spelling}` {b.why}{inst}{then}; every thread "
+                    f"of the block must reach the same barriers (move it out of the "
+                    f"thread-dependent code)",
+                    metrics={"barrier": b.spelling,
+                             "kernel": b.fn.name if b.fn.is_kernel else None,
+                             "function": b.fn.name,
+                             "meets_line": ctx.line(b.meets) if b.meets is not None
+                             else None})
 
 
 def _spelling(node) -> str:

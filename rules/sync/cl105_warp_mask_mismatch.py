@@ -2,6 +2,7 @@ from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.analysis.sync.races import RaceAnalysis
 from cudalint.diagnostics import Finding
 from cudalint.parse import text
+from cudalint.model.instances import mention
 from cudalint.rule import Rule
 
 
@@ -60,9 +61,11 @@ class WarpMaskMismatch(Rule):
             else:
                 what = (f"lanes {_lanes(extra)} execute it but are not in the mask "
                         f"(lanes {_lanes(m.arrive)} of warp {m.warp} arrive)")
+            # a template kernel as a launch instantiates it
+            inst = f", in {mention(m.kernel.instance)}" if m.kernel.instance else ""
             yield Finding.at(
                 m.node,
-                f"warp mask mismatch: `{name}` with mask {m.mask:#010x}: {what}; use a "
+                f"warp mask mismatch: `{name}` with mask {m.mask:#010x}: {what}{inst}; use a "
                 f"mask of exactly the lanes that arrive ({m.arrive:#010x}) or "
                 f"`__ballot_sync` before the branch",
                 metrics={"mask": m.mask, "arriving_lanes": m.arrive,

@@ -1,6 +1,7 @@
 from cudalint.analysis.sync.skipped_barriers import SkippedBarriers, pre_volta
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
+from cudalint.rules.sync._race_common import instance_mentions
 
 
 class BarrierSkippedByExitingThreads(Rule):
@@ -60,12 +61,13 @@ class BarrierSkippedByExitingThreads(Rule):
         for b in ctx.analysis(SkippedBarriers).items:
             if b.meets is not None:
                 continue
-            yield Finding.at(
-                b.node,
-                f"barrier skipped by exiting threads: `{b.spelling}` {b.why}; no other "
-                f"barrier is seen on the skipping threads' path (defined since Volta, "
-                f"whose barriers wait only for threads that have not exited; the "
-                f"Programming Guide asks every thread of the block to reach it)",
-                metrics={"barrier": b.spelling,
-                         "kernel": b.fn.name if b.fn.is_kernel else None,
-                         "function": b.fn.name})
+            for inst in instance_mentions(ctx, b.fn):
+                yield Finding.at(
+                    b.node,
+                    f"barrier skipped by exiting threads: `{b.spelling}` {b.why}{inst}; no "
+                    f"other barrier is seen on the skipping threads' path (defined since "
+                    f"Volta, whose barriers wait only for threads that have not exited; the "
+                    f"Programming Guide asks every thread of the block to reach it)",
+                    metrics={"barrier": b.spelling,
+                             "kernel": b.fn.name if b.fn.is_kernel else None,
+                             "function": b.fn.name})

@@ -2,6 +2,7 @@ from cudalint.analysis.sync.write_conflicts import SharedWriteConflicts
 from cudalint.diagnostics import Finding
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.rule import Rule
+from cudalint.rules.sync._race_common import instance_mentions
 
 
 class SharedWriteConflict(Rule):
@@ -51,15 +52,16 @@ class SharedWriteConflict(Rule):
                 continue
             a, b = c.threads
             va, vb = (_value(v) for v in c.values)
-            yield Finding.at(
-                c.node,
-                f"shared write conflict: threads {a} and {b} store different values "
-                f"({va} and {vb}) to `{c.array.split('@')[0]}` at byte {c.address} in one "
-                f"statement; which value stays is not defined (let one thread store it, "
-                f"or combine the values with an atomic or a reduction)",
-                metrics={"threads": list(c.threads), "array": c.array.split("@")[0],
-                         "block": list(c.block), "block_source": c.block_source,
-                         "kernel": c.kernel.name})
+            for inst in instance_mentions(ctx, c.kernel):
+                yield Finding.at(
+                    c.node,
+                    f"shared write conflict: threads {a} and {b} store different values "
+                    f"({va} and {vb}) to `{c.array.split('@')[0]}` at byte {c.address} in "
+                    f"one statement{inst}; which value stays is not defined (let one thread "
+                    f"store it, or combine the values with an atomic or a reduction)",
+                    metrics={"threads": list(c.threads), "array": c.array.split("@")[0],
+                             "block": list(c.block), "block_source": c.block_source,
+                             "kernel": c.kernel.name})
 
 
 def _value(v) -> str:
