@@ -3,6 +3,7 @@ back to the file, apply suppressions. Never raises for bad input: problems becom
 """
 from __future__ import annotations
 
+import re
 import traceback
 from dataclasses import dataclass, field
 
@@ -185,7 +186,36 @@ def _distinct(diagnostics) -> list[Diagnostic]:
                     lines.append(line)
                 first.message = key[3].replace("\x00", merge_instances(lines, labels, sep),
                                                1).replace("launch at lines", "launches at lines")
-    return out
+    return _one_per_place(out)
+
+
+# the figure that says how bad a finding of a lane rule is, most telling first
+_WORST_BY = ("bank_ways", "wavefronts", "sectors_per_request")
+_VARIANT_RE = re.compile(r"(?:instantiations? `[^`]+`(?:, `[^`]+`)*(?: and \d+ more)?|"
+                         r"reached from [^;)]*)")
+
+
+def _one_per_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """One diagnostic per (code, place) among those said for several instantiations of a
+    template, or for a device function reached from several kernels, whose messages
+    differ in more than the name (other element types, other figures: cusignal's
+    sosfilt<float> and sosfilt<double>): the worst is kept (its figure in the metrics,
+    the first on a tie) and names the others (``also_for``)."""
+    groups: dict[tuple, list[Diagnostic]] = {}
+    for d in diagnostics:
+        if _VARIANT_RE.search(d.message):
+            groups.setdefault((d.code, d.start_offset, d.end_offset), []).append(d)
+    dropped: set[int] = set()
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        worst = max(group, key=lambda d: tuple(
+            v if isinstance(v := d.metrics.get(k), (int, float)) else 0 for k in _WORST_BY))
+        others = [_VARIANT_RE.search(d.message).group(0) for d in group if d is not worst]
+        worst.message += f" (also {'; '.join(others)}, with a figure no worse)"
+        worst.metrics["also_for"] = others
+        dropped.update(id(d) for d in group if d is not worst)
+    return [d for d in diagnostics if id(d) not in dropped]
 
 
 def _python_units(file: SourceFile, settings: Settings, notices, unread: list

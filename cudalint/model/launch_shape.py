@@ -1,5 +1,7 @@
 """The block shape a kernel runs with, and where it came from: a launch in the unit, a
-Python launch call, ``__launch_bounds__``, or the ``block-size`` setting; and the hardware
+Python launch call, or the ``block-size`` setting (never ``__launch_bounds__``: it is an upper
+bound on every launch, not the shape of one, and :func:`launch_bounds_threads` hands it to
+the analyses that guess a block, to bound the guess); and the hardware
 limits every block and grid shape is checked against.
 
 :func:`block_shape` is the one place that hands a block shape to the analyses, and it
@@ -174,11 +176,10 @@ def _block_shape(ctx: "UnitContext", fn: "Function") -> BlockShape | None:
                               cache(lambda: ctx.unit.file.position(at)[0]))
         if len(py) > 1:
             return None
-    bound = launch_bounds_threads(fn)
-    if bound is not None:
-        node = fn.launch_bounds_node
-        return BlockShape((bound, 1, 1), "launch_bounds",
-                          None if node is None else cache(lambda: _line(ctx, node.start_byte)))
+    # __launch_bounds__ is not a block shape: it bounds every launch from above (cusignal's
+    # sosfilt says 1024 and launches one thread per filter section, 2-16); the analyses
+    # that evaluate a kernel for an unknown block bound their guesses by it
+    # (launch_bounds_threads)
     configured = checked_block(ctx.settings.block_size) if ctx.settings.block_size else None
     if configured is not None:          # checked when the setting is read, and again here
         return BlockShape(configured, "config")

@@ -30,14 +30,18 @@ class UncoalescedGlobalAccess(Rule):
     sectors per request next to the ideal (4 for 4-byte lanes, 8 for 8-byte, 16 for
     16-byte). The addresses are evaluated lane by lane from the thread index and the
     kernel's block shape, taken from the launch site in the file, the Python launch call
-    (`block=`), `__launch_bounds__` (only for indices using `threadIdx.x` alone) or the
-    `block-size` setting, in that order; the message says which one and where. (Revised
+    (`block=`) or the `block-size` setting, in that order; the message says which one and
+    where. (Revised 2026-11-24, issue 20) `__launch_bounds__` is never the block: it only
+    bounds it (cusignal's sosfilt says 1024 and runs 2-16 threads). (Revised
     2026-11-24) With no block shape known, a kernel that reads no thread axis but
     `threadIdx.x` (no `threadIdx.y/z`, `blockDim.y/z`, `dim3`, cooperative-groups block)
     and whose launches in the unit pass no shape that may be 2-D is evaluated for a
     block of 256 and of 32 threads; accesses whose figures and lane stride agree are
     reported "for any 1-D block of 32 or more threads" (`block_source` `any-1d`,
-    `block` null): every such block has the same first warp. Otherwise silent. Pointers
+    `block` null): every such block has the same first warp; under a
+    `__launch_bounds__(n)` below 256 the block of n threads is evaluated instead of 256,
+    the message says "32 to n threads", and a bound below 32 leaves nothing to report.
+    Otherwise silent. Pointers
     bumped in place before an access (`p += i * 3; x = p[0];`, or `p = p + i * 3;`, in
     no loop and on the access's path) and loop counters declared before their loop
     (`int j; for (j = 0; ...)`) are followed; `dim3 threads(THREADS);` gives the block

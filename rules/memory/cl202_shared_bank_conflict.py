@@ -3,8 +3,10 @@ from cudalint.analysis.memory.figures import (bank_conflict_figures, block_line_
                                               surely_below, wavefronts)
 from cudalint.analysis.memory.lanes import LaneAnalysis
 from cudalint.analysis.memory.loops import hot, vector_access
+from cudalint.model.launch_shape import launch_bounds_threads
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Finding
+from cudalint.parse import text
 from cudalint.rule import Rule
 
 # The smallest degree of a conflict on a store (not also a load: `s[i] += x` is a load)
@@ -20,8 +22,8 @@ class SharedBankConflict(Rule):
     at different addresses, and reports the n-way degree: the number of shared-memory
     wavefronts the access takes divided by the minimum for its width (1 for up to 4
     bytes per lane, 2 for 8 bytes, 4 for 16 bytes). The lane addresses are computed from
-    the kernel's block shape (launch site, Python launch call, `__launch_bounds__` or the
-    `block-size` setting; the message says which), so padded tiles, XOR swizzles and
+    the kernel's block shape (launch site, Python launch call or the `block-size`
+    setting; the message says which), so padded tiles, XOR swizzles and
     broadcasts get exact answers. (Revised 2026-11-24) A kernel that reads no thread
     axis but `threadIdx.x` and whose block no launch gives is evaluated for any 1-D
     block of 32 or more threads (its first warp is the same; `block_source` `any-1d`);
@@ -83,6 +85,22 @@ class SharedBankConflict(Rule):
     H100 (fixtures/CL202/device_function.cu): a column read through a device function
     32 wavefronts, the padded and row bindings 1.
 
+    (Revised 2026-11-24, issue 20, second triage) `__launch_bounds__` is never the block
+    shape, only its upper bound: cusignal's sosfilt kernels say 1024 and run one thread
+    per filter section (2-16), where their stride-6 conflicts (lanes i and i + 16) do not
+    occur; all 30 findings there were wrong. A kernel with a bound and no launch in the
+    project is not reported (the any-block form has no triage record for this rule).
+    The padding printed is checked by the model first: every evaluated access to the
+    array is evaluated again with the padded pitch (1 to 32 elements), and a padding is
+    printed only if every conflicted access then takes fewer wavefronts and none more.
+    kaolin's sg kernel writes a `[16][17]` tile by rows with a 16x16 block and reads it
+    transposed; the `[16][18]` printed before frees the reads and leaves the stores
+    2-way (cudalint on the edited file said so). When no padding passes, the XOR
+    swizzle `[row][col ^ (row % w)]` over the unpadded power-of-two width w is checked
+    the same way and printed with this access's exact index; when neither passes, no
+    layout change is suggested. A place said for several instantiations or calling
+    kernels with different figures is one finding, the worst, naming the others.
+
     When the degree depends on values the kernel receives it is reported only as a sure
     lower bound ("at least N-way", `exact: false`): the lanes whose distances do not
     depend on them, at their best alignment. JSON metrics: `wavefronts`,
@@ -125,8 +143,21 @@ class SharedBankConflict(Rule):
 
     def _findings(self, ctx):
         facts = ctx.analysis(LaneAnalysis)
+        by_array: dict[tuple, list] = {}
+        for a in facts.accesses:
+            if a.space == "shared" and a.array is not None:
+                by_array.setdefault((id(a.kernel), id(a.array)), []).append(a)
+        layouts: dict = {}          # the layout checked for an array's accesses, once
         for access in facts.accesses:
             if access.space != "shared":
+                continue
+            if access.block.source == "any-1d" and \
+                    launch_bounds_threads(access.reached.kernel if access.reached is not None
+                                          else access.kernel) is not None:
+                # a kernel whose blocks its author bounds but no launch of the project
+                # gives: the any-block form has no triage record for bank conflicts, and
+                # a conflict between lanes i and i + 16 needs a block of 17 threads
+                # (cusignal's sosfilt: __launch_bounds__(1024), 2-16 threads)
                 continue
             if surely_below(access, wavefronts, 2 * access.ideal_wavefronts):
                 continue                        # conflict-free: no need for every figure
@@ -161,7 +192,7 @@ class SharedBankConflict(Rule):
                 f"({_describe(executed)}; {access.block.describe()}{bound}"
                 f"{reached_text(access)}{merged}): "
                 f"{fig['wavefronts']:g} wavefronts instead of {fig['ideal_wavefronts']}; "
-                f"{_remedy(executed)}",
+                f"{_remedy(executed, by_array.get((id(access.kernel), id(access.array)), []), layouts)}",
                 metrics={**fig, **block_line_metrics(access),
                          **({"bound": {n: {"value": v, "line": row} for n, (v, row)
                                        in sorted(access.bound.items())}}
@@ -183,18 +214,110 @@ def _describe(access) -> str:
     return f"{arr.name} is {arr.elem_type}{dims}"
 
 
-def _remedy(access) -> str:
+def _remedy(access, siblings=(), layouts=None) -> str:
     arr = access.array
     if arr is not None and len(arr.dims) >= 2 and all(d is not None for d in arr.dims):
         dims = list(arr.dims)
         elem = max(1, arr.elem_size or access.width or 4)   # a typedef'd type: the lane's
         # one bank's worth of padding, or one whole vector for 8/16-byte lanes
-        dims[-1] += max(1, max(access.width, 4) // elem)
-        padded = "".join(f"[{d}]" for d in dims)
-        return (f"pad the rows: `__shared__ {arr.elem_type} {arr.name}{padded};` "
-                f"or XOR-swizzle the column index with the row")
+        step = max(1, max(access.width, 4) // elem)
+        accesses = [access, *(a for a in siblings if a is not access and
+                              a.node.id != access.node.id)]
+        pitch = dims[-1]
+        key = (frozenset(a.node.id for a in accesses), access.width, id(arr))
+        if layouts is None or key not in layouts:
+            pad = next((p for p in range(step, PITCHES_CHECKED + 1, step)
+                        if _better(accesses, lambda o, p=p: _repitched(o, pitch, pitch + p,
+                                                                       elem))), None)
+            width = None if pad is not None or len(dims) != 2 else \
+                _swizzle_width(accesses, pitch, elem)
+            if layouts is not None:
+                layouts[key] = pad, width
+        else:
+            pad, width = layouts[key]
+        if pad is not None:
+            dims[-1] += pad
+            padded = "".join(f"[{d}]" for d in dims)
+            return (f"pad the rows: `__shared__ {arr.elem_type} {arr.name}{padded};` "
+                    f"or XOR-swizzle the column index with the row")
+        if width is not None:
+            dims[-1] = width
+            plain = "".join(f"[{d}]" for d in dims)
+            return (f"no row padding frees every access to `{arr.name}` without keeping or "
+                    f"adding a conflict on another; XOR-swizzle the column with the row: "
+                    f"`__shared__ {arr.elem_type} {arr.name}{plain};` and "
+                    f"`{_swizzled(access.node, arr.name, width)}` here, `[row][col ^ (row % "
+                    f"{width})]` in each of its {len(accesses)} evaluated accesses (checked "
+                    f"on all of them)")
+        return (f"no row padding (up to {PITCHES_CHECKED} elements) or XOR swizzle of the "
+                f"column with the row frees this access without keeping or adding a "
+                f"conflict on another of the {len(accesses)} evaluated accesses to "
+                f"`{arr.name}`: "
+                f"no layout change to suggest")
     if access.width > 4:
         return (f"pad the row stride by {access.width} bytes (an odd number of "
                 f"{access.width}-byte vectors keeps the vector access), or XOR-swizzle the "
                 f"index with the lane")
     return "use an odd stride in 4-byte words, or XOR-swizzle the index with the lane"
+
+
+# row paddings tried, in elements: up to one full turn of the 32 banks
+PITCHES_CHECKED = 32
+
+
+def _better(accesses, move) -> bool:
+    """With every byte offset moved by ``move``, each conflicted access takes fewer
+    wavefronts than now and no access more: a layout printed is one the model has
+    checked on every access to the array (kaolin's sg kernel writes a [16][17] tile by
+    rows and reads it transposed: [16][18] frees the reads and conflicts the stores)."""
+    for a in accesses:
+        before = max(a.wavefronts())
+        after = max(wavefronts([None if o is None else move(o) for o in row], a.width)
+                    for row in a.groups)
+        if after > before or (before > a.ideal_wavefronts and after >= before):
+            return False
+    return True
+
+
+def _repitched(offset: int, pitch: int, new_pitch: int, elem: int) -> int:
+    """A byte offset into rows of ``pitch`` elements, moved to rows of ``new_pitch``."""
+    index, within = divmod(offset, elem)
+    row, col = divmod(index, pitch)
+    return (row * new_pitch + col) * elem + within
+
+
+def _swizzle_width(accesses, pitch: int, elem: int) -> int | None:
+    """The power-of-two row width (the columns the accesses use, the padding dropped)
+    whose swizzle ``col ^ (row % width)`` frees every conflicted access to the array
+    and slows none; None when there is none or an access is wider than one element (a
+    swizzle moves elements, not vectors)."""
+    if any(a.width != elem for a in accesses):
+        return None
+    cols = [divmod(o // elem, pitch)[1] for a in accesses for row in a.groups
+            for o in row if o is not None]
+    if not cols or any(o % elem for a in accesses for row in a.groups for o in row
+                       if o is not None):
+        return None
+    width = 1
+    while width <= max(cols):
+        width *= 2
+    if width > pitch or width < 2:
+        return None
+
+    def move(o: int) -> int:
+        row, col = divmod(o // elem, pitch)
+        return (row * width + (col ^ (row % width))) * elem
+    return width if _better(accesses, move) else None
+
+
+def _swizzled(node, name: str, width: int) -> str:
+    """This access written with the swizzled column: ``tile[tx][ty ^ (tx % 16)]``."""
+    inner = node.child_by_field_name("argument")
+    col = node.child_by_field_name("indices")
+    row = inner.child_by_field_name("indices") if inner is not None and \
+        inner.type == "subscript_expression" else None
+    if row is None or col is None:
+        return f"{name}[row][col ^ (row % {width})]"
+    r, c = (text(n).strip()[1:-1].strip() for n in (row, col))
+    shown = r if r.replace("_", "").replace(".", "").isalnum() else f"({r})"
+    return f"{name}[{r}][{c} ^ ({shown} % {width})]"

@@ -41,14 +41,14 @@ passes them the same argument (``k<<<g, b>>>(d, d)``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
 from cudalint.analysis.memory.kernel_lanes import KernelLanes
 from cudalint.analysis.memory.lane_values import N_SAMPLES, Opaque
-from cudalint.analysis.memory.lanes import (ANY_1D_BLOCK, _direction, _no_known_block,
+from cudalint.analysis.memory.lanes import (_direction, _no_known_block, any_1d_block,
                                             _one_dimensional, _Parents, launch_bindings)
 from cudalint.model.instances import Instances
 from cudalint.model.launch_shape import block_shape
@@ -208,7 +208,7 @@ def _engine(ctx, fn, shape, structs, values, bx: int) -> _AtBlock:
 def _kernel_races(ctx, fn, sites, structs, barrier_fns, up) -> list[GlobalRace]:
     shape = block_shape(ctx, fn)
     if shape is None and _one_dimensional(fn) and _no_known_block(ctx, fn):
-        shape = ANY_1D_BLOCK if not fn.instance else replace(ANY_1D_BLOCK, instance=fn.instance)
+        shape = any_1d_block(fn)
     if shape is None:
         return []
     body = fn.body.text

@@ -39,12 +39,12 @@ from tree_sitter import Node
 from cudalint.analysis.memory.callee_lanes import device_calls, reached_accesses
 from cudalint.analysis.memory.figures import Access, wavefronts
 from cudalint.analysis.memory.kernel_lanes import KernelLanes, _declared
-from cudalint.analysis.memory.lane_values import UNKNOWN, WARP, Opaque
+from cudalint.analysis.memory.lane_values import WARP, Opaque
 from cudalint.analysis.memory.loops import bounded_trip, counted_loop, loop_nodes
 from cudalint.analysis.memory.symbolic import identify
 from cudalint.model.consteval import eval_int
 from cudalint.model.instances import Instances
-from cudalint.model.launch_shape import BlockShape, block_shape
+from cudalint.model.launch_shape import BlockShape, block_shape, launch_bounds_threads
 from cudalint.model.types import StructType
 from cudalint.model.types import struct_types as _struct_types
 from cudalint.parse import text
@@ -197,8 +197,8 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
     declared = block_shape(ctx, fn)
     any_block = declared is None and _one_dimensional(fn) and _no_known_block(ctx, fn)
     if any_block:
-        declared = ANY_1D_BLOCK if not fn.instance else \
-            replace(ANY_1D_BLOCK, instance=fn.instance)
+        declared = any_1d_block(fn)
+        any_block = declared is not None
     blocks[fn.name] = declared
     if declared is None:
         return []
@@ -450,8 +450,12 @@ class AnyBlock1D(BlockShape):
     """No launch gives the block shape of a kernel that reads threadIdx.x alone: its
     first warp is threads 0-31 of the block whatever the shape, from 32 threads on."""
 
+    bound: int | None = field(default=None, compare=False)   # its __launch_bounds__
+
     def describe(self) -> str:
-        return ("any 1-D block of 32 or more threads: the kernel reads threadIdx.x alone "
+        sizes = "32 or more threads" if self.bound is None else \
+            f"32 to {self.bound} threads (`__launch_bounds__({self.bound})` bounds it)"
+        return (f"any 1-D block of {sizes}: the kernel reads threadIdx.x alone "
                 "and no launch in the project gives its shape")
 
 
@@ -459,6 +463,20 @@ ANY_1D_BLOCK = AnyBlock1D((256, 1, 1), "any-1d")
 SMALLEST_1D_BLOCK = BlockShape((32, 1, 1), "any-1d")
 _OTHER_AXES = re.compile(rb"\b(?:threadIdx|blockDim)\s*\.\s*[yz]\b|\bdim3\b|"
                          rb"\bthis_thread_block\b|\bthread_rank\b|\btiled_partition\b")
+
+
+def any_1d_block(fn: "Function") -> BlockShape | None:
+    """The block a 1-D kernel of unknown launch is evaluated with (checked against 32
+    threads by the callers), within its ``__launch_bounds__``: a bound below 32 threads
+    leaves no block the any-block form speaks of (None), a bound below 256 is the block
+    evaluated. The bound is never taken as the block: it is only the largest one."""
+    bound = launch_bounds_threads(fn)
+    if bound is not None and bound < SMALLEST_1D_BLOCK.threads:
+        return None
+    shape = ANY_1D_BLOCK if bound is None else replace(ANY_1D_BLOCK, bound=bound)
+    if bound is not None and bound < shape.threads:
+        shape = replace(shape, dims=(bound, 1, 1))
+    return replace(shape, instance=fn.instance) if fn.instance else shape
 
 
 def _one_dimensional(fn: "Function") -> bool:
@@ -535,8 +553,6 @@ def _evaluate(lanes: KernelLanes, node: Node, target: Node, up) -> Access | None
     except Opaque:
         return None
     except (RecursionError, OverflowError, ValueError, TypeError, AttributeError):
-        return None
-    if declared.source == "launch_bounds" and lanes.used_tid - {"x", UNKNOWN}:
         return None
     is_store, is_load = _direction(target, up)
     offsets = list(p.offset) if all(act) else \

@@ -65,7 +65,7 @@ from cudalint.analysis.sync.interval import quiet_kernel
 from cudalint.analysis.sync.unit_memo import UnitMemo
 from cudalint.analysis.sync.values import SharedVar
 from cudalint.model.instances import Instances
-from cudalint.model.launch_shape import block_shape
+from cudalint.model.launch_shape import block_shape, launch_bounds_threads
 from cudalint.model.types import struct_types
 
 if TYPE_CHECKING:
@@ -290,7 +290,10 @@ class RaceAnalysis:
             data = fn.body.text or b""
             if re.search(rb"threadIdx\s*\.\s*[yz]|blockDim\s*\.\s*[yz]", data):
                 return
-            blocks = [(b, "assumed") for b in GUESSED_BLOCKS]
+            # __launch_bounds__ only bounds the guesses: no launch has more threads
+            bound = launch_bounds_threads(fn) or GUESSED_BLOCKS[-1][0]
+            blocks = [(b, "assumed") for b in GUESSED_BLOCKS if b[0] <= bound] or \
+                [((bound, 1, 1), "assumed")]
         agreed: dict[tuple[int, int], Hit] | None = None
         cross: dict[tuple[int, int], bool] = {}
         masks: dict[int, MaskHit] | None = None
