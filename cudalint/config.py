@@ -322,6 +322,8 @@ def load_config_file(path: Path) -> Settings | None:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:          # tomllib recurses per nested array (fuzz: 1,000 `[`)
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
     if path.name == "pyproject.toml":
         table = data.get("tool", {}).get("cudalint") if isinstance(data.get("tool"), dict) \
             else None

@@ -38,9 +38,13 @@ def target_of(path: Path) -> str:
     raise SystemExit(f"{path}: no fuzz target in its name")
 
 
-def measure(path: Path) -> dict:
-    res = subprocess.run([sys.executable, str(CHILD), str(path), target_of(path)],
-                         capture_output=True, text=True, cwd=ROOT)
+def measure(path: Path, hang: float = 60.0) -> dict:
+    try:
+        res = subprocess.run([sys.executable, str(CHILD), str(path), target_of(path)],
+                             capture_output=True, text=True, cwd=ROOT, timeout=hang)
+    except subprocess.TimeoutExpired:
+        return {"cpu_s": float("nan"), "peak_mb": 0,
+                "problem": f"hang: still running after {hang:g} s (wall)"}
     try:
         return json.loads(res.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):

@@ -12,8 +12,8 @@ input and not the load, and a hang inside a C library cannot stop the caller.
 
 Targets as the campaign runs them (``fuzz/long_run.py``): ``fix_*``/``hostile_fix*``
 through :func:`fuzzlib.check_fix` (unsafe fixes, twice), ``cuda``/``hostile_cuda``,
-``cuda_text``, ``python``/``hostile_python``, ``notebook`` and ``server`` through their
-own checks.
+``cuda_text``, ``python``/``hostile_python``, ``notebook``, ``server`` and ``build_*``
+through their own checks.
 """
 from __future__ import annotations
 
@@ -29,7 +29,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 TARGETS = ("hostile_fix_python", "hostile_fix", "hostile_python", "hostile_cuda",
-           "fix_python", "fix_cuda", "cuda_text", "python", "cuda", "notebook", "server")
+           "fix_python", "fix_cuda", "cuda_text", "python", "cuda", "notebook", "server",
+           "build_cmake", "build_toml", "build_setup")
+_BUILD_NAMES = {"build_cmake": "CMakeLists.txt", "build_toml": "pyproject.toml",
+                "build_setup": "setup.py"}
 
 
 def _cpu_of(pid: int | None) -> float:
@@ -56,6 +59,9 @@ def check(data: bytes, target: str) -> None:
     elif target == "server":
         import server_target
         server_target.check_server_script(data)
+    elif target in _BUILD_NAMES:
+        fl.check_build(data, _BUILD_NAMES[target],
+                       Path(tempfile.mkdtemp(prefix="cudalint-slow-")))
     elif target in ("cuda", "hostile_cuda"):
         fl.check_cuda(data)
     else:
