@@ -41,7 +41,12 @@ class DoublePromotion(Rule):
     Not reported: the cases nvcc narrows back to single precision itself, i.e. one
     `+ - * /` or comparison whose operands are floats and literals exactly representable
     in float, converted straight back (`float y = x * 0.5` is an FMUL); expressions that
-    read double variables or call functions returning double (on purpose).
+    read double variables or call functions returning double (on purpose). Operations
+    whose operands are all compile-time constants (literals, macros expanding to them,
+    enumerators, constexpr values) are folded by nvcc and count as one constant:
+    `K * 3.0 * (b - a)` with `#define K 2.65625f` has no FP64 instruction in the SASS
+    (kaolin's bf_cuda.cu), the same line with a run-time `k` has two DMULs and three
+    conversions.
 
     Reported only where it costs: when the unit's target architectures include a GPU with
     reduced FP64 throughput. Targets come from the `arch` setting; when it is not given,

@@ -21,6 +21,10 @@ trivial case itself -- one ``+ - * /`` or comparison whose operands are promoted
 and literals exactly representable in float, its result converted straight back to float
 (``float y = x * 0.5`` is an FMUL) -- so that case is not reported; ``x * 0.1``, ``x *
 0.5 + b``, ``2.0 * x * x``, ``pow(x, 2.0)`` and ``exp(x * 0.5)`` are DMUL/DADD/DFMA.
+A subexpression of constants (``2.65625f * 3.0``, macros, enumerators, constexpr values:
+whatever clang's constant evaluator folds) counts as one constant: nvcc folds it, so
+``K * 3.0 * (b - a)`` with a constant ``K`` is the trivial case, with a run-time ``k`` it
+is two DMULs (``folded_constants`` / ``runtime_scale_chain`` in the SASS truth).
 """
 from __future__ import annotations
 
@@ -79,6 +83,29 @@ def has_candidates(data: bytes) -> bool:
 
 # deeper expressions are not followed (Python recursion, ctypes callbacks): silent there
 _MAX_DEPTH = 150
+_CXEVAL_FLOAT = 2                   # CXEvalResultKind: CXEval_Float
+_EVALUATOR: list = []
+
+
+def _evaluator(ci):
+    """libclang's constant evaluator (clang_Cursor_Evaluate), which the Python bindings
+    do not wrap, with its ctypes signatures set once; None where the library lacks it."""
+    if not _EVALUATOR:
+        import ctypes
+        try:
+            lib = ci.conf.lib
+            lib.clang_Cursor_Evaluate.argtypes = [ci.Cursor]
+            lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
+            lib.clang_EvalResult_getKind.argtypes = [ctypes.c_void_p]
+            lib.clang_EvalResult_getKind.restype = ctypes.c_int
+            lib.clang_EvalResult_getAsDouble.argtypes = [ctypes.c_void_p]
+            lib.clang_EvalResult_getAsDouble.restype = ctypes.c_double
+            lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+            lib.clang_EvalResult_dispose.restype = None
+        except (AttributeError, OSError):
+            lib = None
+        _EVALUATOR.append(lib)
+    return _EVALUATOR[0]
 _CACHE: dict[tuple, "FpFacts"] = {}
 _CACHE_MAX = 512
 
@@ -397,6 +424,15 @@ class _ClangWalk:
             self._collect(kids[-1], info, depth=depth + 1)
             return
         if c.kind == K.BINARY_OPERATOR and len(kids) == 2:
+            value = self.constant(c)
+            if value is not None:
+                # a product of constants (`2.65625f * 3.0`, a macro, constexpr or enum
+                # operands) is folded by nvcc: one constant, no FP64 instruction at run
+                # time (sm_86/sm_90 SASS: fixtures/CL403/sass_truth.json, `folded`)
+                info["literals"].extend(self._double_literals(c))
+                if not exactly_float(value):
+                    info["leaves_exact"] = False
+                return
             if self.op(c) in ("+", "-", "*", "/"):
                 info["ops"] += 1
             for k in kids:
@@ -421,6 +457,29 @@ class _ClangWalk:
             info["intended"] = True                         # a double-returning function
             return
         info["intended"] = True                             # unknown shape: stay silent
+
+    def constant(self, c) -> float | None:
+        """The value clang's constant evaluator gives ``c`` (literals, macros expanding to
+        them, enumerators, constexpr and const variables with constant initializers), or
+        None when ``c`` needs run-time values."""
+        lib = _evaluator(self.ci)
+        if lib is None:
+            return None
+        res = lib.clang_Cursor_Evaluate(c)
+        if not res:
+            return None
+        try:
+            if lib.clang_EvalResult_getKind(res) != _CXEVAL_FLOAT:
+                return None
+            return lib.clang_EvalResult_getAsDouble(res)
+        finally:
+            lib.clang_EvalResult_dispose(res)
+
+    def _double_literals(self, c) -> list:
+        K = self.K
+        if c.kind == K.FLOATING_LITERAL:
+            return [c] if self.is_double(c) else []
+        return [lit for k in c.get_children() for lit in self._double_literals(k)]
 
     # -- CL402 ---------------------------------------------------------------------------
 
