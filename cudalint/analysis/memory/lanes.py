@@ -676,11 +676,13 @@ def _node_parent(node: Node) -> Node | None:
 
 class _Parents:
     """Parents of the nodes an access is read through (subscripts, dereferences, member
-    accesses, parentheses, argument lists) in one query over a body. ``Node.parent``
+    accesses, parentheses, argument lists), from one walk of a body. ``Node.parent``
     costs the node's depth (tree-sitter walks down from the root): asked for each of
-    40,000 nested dereferences of a fuzzed expression it took minutes."""
-    _QUERY = ("(_ [(subscript_expression) (pointer_expression) (field_expression) "
-              "(parenthesized_expression) (argument_list)] @c) @p")
+    40,000 nested dereferences of a fuzzed expression it took minutes. The walk is a
+    tree cursor's, not a query's: the query (a wildcard parent) took ~100 ms to compile,
+    paid by every process that lints a kernel."""
+    _TYPES = frozenset(("subscript_expression", "pointer_expression", "field_expression",
+                        "parenthesized_expression", "argument_list"))
 
     def __init__(self, body: Node | None):
         self.map: dict[int, Node] | None = None
@@ -688,16 +690,31 @@ class _Parents:
 
     def __call__(self, node: Node) -> Node | None:
         if self.map is None:
-            self.map = {}
-            if self.body is not None:
-                import tree_sitter
-                from cudalint.parse import query
-                cursor = tree_sitter.QueryCursor(query(self._QUERY))
-                for _, caps in cursor.matches(self.body):
-                    for child in caps.get("c", ()):
-                        self.map[child.id] = caps["p"][0]
+            self.map = _child_parents(self.body, self._TYPES) if self.body is not None \
+                else {}
         got = self.map.get(node.id)
         return got if got is not None else node.parent
+
+
+def _child_parents(body: Node, types: frozenset) -> dict[int, Node]:
+    """id -> parent for the nodes of ``types`` under ``body`` (a depth-first cursor walk,
+    the parents kept on a stack: linear in the body's size at any depth)."""
+    out: dict[int, Node] = {}
+    cursor = body.walk()
+    parents = [body]
+    if not cursor.goto_first_child():
+        return out
+    while True:
+        node = cursor.node
+        if node.type in types:
+            out[node.id] = parents[-1]
+        if node.child_count and cursor.goto_first_child():
+            parents.append(node)
+            continue
+        while not cursor.goto_next_sibling():
+            if len(parents) == 1 or not cursor.goto_parent():
+                return out
+            parents.pop()
 
 
 def _is_inner(node: Node, up=None) -> bool:

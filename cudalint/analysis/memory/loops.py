@@ -12,27 +12,38 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from tree_sitter import Node
 
 from cudalint.analysis.memory.figures import Access
 from cudalint.analysis.memory.kernel_lanes import _declared
 from cudalint.analysis.memory.lane_values import WARP
-from cudalint.parse import text
+from cudalint.parse import captures, text
 
 
 _LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
 
 
 def loop_nodes(body: Node) -> list[Node]:
-    found = []
-    stack = [body]
-    while stack:
-        n = stack.pop()
-        if n.type in _LOOPS:
-            found.append(n)
-        stack.extend(n.named_children)
-    return found
+    """The loops in ``body`` (itself included), an outer loop before the loops it holds
+    and a later loop before an earlier one."""
+    return list(_loop_nodes(body))
+
+
+_LOOP_QUERY = "[(for_statement) (while_statement) (do_statement) (for_range_loop)] @l"
+_LOOP_WORD = re.compile(rb"\b(?:for|while|do)\b")
+
+
+@lru_cache(maxsize=64)
+def _loop_nodes(body: Node) -> tuple[Node, ...]:
+    # asked several times per kernel (accesses, callees, loop depths, hot paths); a
+    # query, as a Python walk of every node took 1.3 s of a profiled corpus run. The
+    # key holds its tree, so a node id is not reused while cached.
+    if not _LOOP_WORD.search(body.text or b""):
+        return ()
+    found = captures(_LOOP_QUERY, body).get("l", [])
+    return tuple(sorted(found, key=lambda n: (-n.end_byte, n.start_byte)))
 
 
 def loops_around(node: Node, loops: list[Node]) -> list[Node]:
@@ -64,13 +75,20 @@ def hot(access: Access) -> bool:
 
 def bounded_trip(int_values, loop: Node) -> int | None:
     """At most how many times a ``for`` loop runs when its bound and step are constants
-    (``for (r = ty; r < 32; r += 8)``: 4; a start that may be negative counts as 0), or
-    None (a run-time bound, or a loop kept rolled by ``#pragma unroll 1``: a loop the
+    (``for (r = ty; r < 32; r += 8)``: 4; a start that may be negative counts as 0; a
+    decreasing ``for (r = 7; r >= 0; r -= 2)``: 4, its start a constant), or None (a run-time bound, or a loop kept rolled by ``#pragma unroll 1``: a loop the
     hardware runs as a loop)."""
     if loop.type != "for_statement" or int_values is None:
         return None
     cond = loop.child_by_field_name("condition")
     upd = loop.child_by_field_name("update")
+    if cond is not None and cond.type == "binary_expression" and \
+            text(cond.child_by_field_name("operator")) in (">", ">="):
+        down = _down_range(int_values, loop, any_step=True)
+        if down is None or len(set(down[1])) != 1 or _unroll_one(loop):
+            return None
+        lo, stop, step = down
+        return max(0, -(-(stop[0] - lo) // step))
     if cond is None or upd is None or cond.type != "binary_expression" or \
             text(cond.child_by_field_name("operator")) not in ("<", "<=", "!="):
         return None
@@ -86,11 +104,7 @@ def bounded_trip(int_values, loop: Node) -> int | None:
     stop = int_values(cond.child_by_field_name("right"))
     if step <= 0 or stop is None or len(set(stop)) != 1:
         return None
-    prev = loop.prev_sibling
-    while prev is not None and prev.type == "comment":
-        prev = prev.prev_sibling
-    if prev is not None and prev.type == "preproc_call" and \
-            _UNROLL_ONE.match(text(prev).strip()):
+    if _unroll_one(loop):
         return None
     return max(0, -(-stop[0] // step))
 
@@ -114,9 +128,18 @@ UNROLLED_TRIP = 128
 
 def counted_loop(int_values, loop: Node) -> CountedLoop | None:
     """The loop as a counted loop with a counter declared in its header, stepping by
-    one, or None (``int_values``: an access's, see ``Access``)."""
+    one, or None (``int_values``: an access's, see ``Access``). A decreasing loop
+    (``for (int c = hi; c >= lo; --c)``) runs the same counter values as the increasing
+    one from ``lo`` up to ``hi`` (torchsparse's unrolled coordinate loops): it is read as
+    that one, ``start`` its lowest value."""
     if loop.type != "for_statement" or int_values is None:
         return None
+    down = _down_range(int_values, loop)
+    if down is not None:
+        first, stop, _ = down
+        trip = stop[0] - first if len(set(stop)) == 1 else None
+        return CountedLoop(loop, loop.child_by_field_name("initializer"), first, stop, trip,
+                           _unrolled(loop, trip))
     init = loop.child_by_field_name("initializer")
     cond = loop.child_by_field_name("condition")
     upd = loop.child_by_field_name("update")
@@ -141,13 +164,64 @@ def counted_loop(int_values, loop: Node) -> CountedLoop | None:
         stop = tuple(v + 1 for v in stop)
     first = start[0]
     trip = stop[0] - first if len(set(stop)) == 1 else None
+    return CountedLoop(loop, init, first, stop, trip, _unrolled(loop, trip))
+
+
+def _pragma(loop: Node) -> str:
     prev = loop.prev_sibling
     while prev is not None and prev.type == "comment":
         prev = prev.prev_sibling
-    pragma = text(prev).strip() if prev is not None and prev.type == "preproc_call" else ""
-    unrolled = trip is not None and trip > 0 and not _UNROLL_ONE.match(pragma) and (
+    return text(prev).strip() if prev is not None and prev.type == "preproc_call" else ""
+
+
+def _unroll_one(loop: Node) -> bool:
+    return _UNROLL_ONE.match(_pragma(loop)) is not None
+
+
+def _unrolled(loop: Node, trip: int | None) -> bool:
+    pragma = _pragma(loop)
+    return trip is not None and trip > 0 and not _UNROLL_ONE.match(pragma) and (
         _UNROLL.match(pragma) is not None or trip <= UNROLLED_TRIP)
-    return CountedLoop(loop, init, first, stop, trip, unrolled)
+
+
+def _down_range(int_values, loop: Node, any_step: bool = False) -> tuple | None:
+    """A decreasing loop ``for (int c = hi; c >= lo; --c)`` (``c--``, ``c -= 1``,
+    ``c = c - 1``; ``c > lo``) as (lowest value, highest value + 1 per lane, step): the
+    counter declared in the header, ``lo`` a constant. ``any_step``: also ``c -= k``
+    for a constant k > 0 (the counter is then declared or assigned in the header)."""
+    init = loop.child_by_field_name("initializer")
+    cond = loop.child_by_field_name("condition")
+    upd = loop.child_by_field_name("update")
+    if init is None or cond is None or upd is None or cond.type != "binary_expression":
+        return None
+    op = text(cond.child_by_field_name("operator"))
+    if op not in (">", ">="):
+        return None
+    if init.type == "declaration":
+        declared = _declared(init)
+        if len(declared) != 1 or declared[0][3] is None or declared[0][2]:
+            return None
+        name, value = declared[0][0], declared[0][3]
+    elif any_step and init.type == "assignment_expression" and \
+            text(init.child_by_field_name("operator")) == "=":
+        name, value = text(init.child_by_field_name("left")), init.child_by_field_name("right")
+    else:
+        return None
+    if text(cond.child_by_field_name("left")) != name:
+        return None
+    ut = text(upd).replace(" ", "")
+    if ut in (f"--{name}", f"{name}--", f"{name}-=1", f"{name}={name}-1"):
+        step = 1
+    elif any_step and ut.startswith(f"{name}-="):
+        got = int_values(upd.child_by_field_name("right"))
+        step = got[0] if got is not None and len(set(got)) == 1 else 0
+    else:
+        return None
+    lo = int_values(cond.child_by_field_name("right"))
+    hi = int_values(value)
+    if step <= 0 or lo is None or hi is None or len(set(lo)) != 1:
+        return None
+    return lo[0] + (op == ">"), tuple(v + 1 for v in hi), step
 
 
 def counter_step(access: Access, loop: CountedLoop) -> tuple[Access, int] | None:
@@ -238,3 +312,50 @@ def whole_record_loop(access: Access, span: int | None = None,
             ok = True
         return loop if ok else None
     return None
+
+
+# counted loops walked value by value for the traffic figure, and at most this many
+# copies of one access: short unrolled record walks (torchsparse's 4 coordinates)
+WALK_TRIP = 16
+WALK_COPIES = 64
+
+
+def counter_walk(access: Access) -> list[Access]:
+    """The access at every combination of values of the counters of the counted loops
+    around it with a constant trip count of at most WALK_TRIP (increasing or decreasing:
+    the same values), or the access alone when there is none or the copies would be more
+    than WALK_COPIES: the addresses a thread touches across those loops
+    (``for (j = 3; j >= 1; --j) p[t * 4 + j]`` reads 3 fields of the record, not 1).
+    Only loops whose counter moves the address within a lane's record: a loop from one
+    record to the next is a new request, not more bytes of this one."""
+    if access.reevaluate is None or access.kernel.body is None:
+        return [access]
+    held: list[dict[int, int]] = [{}]
+    for loop in loops_around(access.node, loop_nodes(access.kernel.body)):
+        counted = counted_loop(access.int_values, loop)
+        if counted is None or counted.trip is None or not 1 < counted.trip <= WALK_TRIP \
+                or not _within_record(access, counted):
+            continue
+        if len(held) * counted.trip > WALK_COPIES:
+            return [access]
+        held = [{**h, counted.decl.id: v} for h in held
+                for v in range(counted.start, counted.start + counted.trip)]
+    if held == [{}]:
+        return [access]
+    out = [access.reevaluate(h) for h in held]
+    if any(a is None or len(a.groups) != len(access.groups) for a in out):
+        return [access]
+    return out
+
+
+def _within_record(access: Access, loop: CountedLoop) -> bool:
+    """The counter moves the address by less than the distance between neighbouring
+    lanes, in every warp and sample (``p[t * 4 + j]``: 4 bytes against 16)."""
+    got = counter_step(access, loop)
+    if got is None or got[1] == 0:
+        return False
+    strides = set()
+    for row in got[0].groups:
+        live = [x for x in row if x is not None]
+        strides.update(abs(b - a) for a, b in zip(live, live[1:]) if b != a)
+    return bool(strides) and abs(got[1]) < min(strides)
