@@ -9,7 +9,8 @@ What costs is
 
 - bytes fetched that no access of the kernel uses: one field of a record, a column walk
   (``fetched_and_used``: the sectors a warp fetches for an access and the bytes of them
-  that the access and its kind through the same pointer use);
+  that the access and its kind through the same pointer use, at every value of the
+  counter of a short counted loop around them: ``loops.counter_walk``);
 - records read whole but again on each iteration of a loop (a farthest-point-sampling
   loop over L2-resident points): every pass pays the scattered sectors again between L2
   and the SM (``rereading_loop``).
@@ -28,6 +29,7 @@ from tree_sitter import Node
 from cudalint.analysis.memory.figures import SECTOR, min_sectors_of_points, root_kernel
 from cudalint.analysis.memory.kernel_lanes import _declared
 from cudalint.analysis.memory.lane_values import N_SAMPLES
+from cudalint.analysis.memory.loops import counter_walk
 from cudalint.analysis.memory.siblings import constant_distance
 from cudalint.parse import text
 
@@ -51,7 +53,8 @@ def fetched_and_used(access: "Access", accesses: list["Access"],
     alignment that fetches least; the pair of the sample that wastes least.
     ``samples``: only these samples of the unknowns (a figure that holds for large
     values of a parameter)."""
-    joined = [access]
+    walked = counter_walk(access)
+    joined = list(walked)
     for other in accesses:
         if other is access or root_kernel(other) is not root_kernel(access) or \
                 other.space != access.space or other.region != access.region or \
@@ -60,7 +63,13 @@ def fetched_and_used(access: "Access", accesses: list["Access"],
         if not ((access.is_load and other.is_load) or (access.is_store and other.is_store)):
             continue
         if constant_distance(access, other) is not None:
-            joined.append(other)
+            joined.extend(counter_walk(other))
+            continue
+        # a field read across a short counted loop: at the same counter values the
+        # records are the same ones (``p[t * 4 + j]``, j = 1..3, and ``p[t * 4]``)
+        copies = counter_walk(other)
+        if any(constant_distance(w, c) is not None for w in walked for c in copies):
+            joined.extend(copies)
     best: tuple[int, int] | None = None
     nw = len(access.groups) // N_SAMPLES
     for g in range(len(access.groups)):
