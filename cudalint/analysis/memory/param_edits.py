@@ -20,9 +20,22 @@ def const_edit(param: "Param") -> Edit | None:
     if type_node is None:
         return None
     start = type_node.start_byte
+    if _const_just_before(param.node, start):
+        return None          # a `const` the parse left outside the parameter (broken code)
     # "struct Foo* p", "unsigned int* p": the type node starts at the first word already;
     # a leading qualifier such as volatile stays in front of the new const
     return Edit(start, start, "const ")
+
+
+def _const_just_before(node, start: int) -> bool:
+    """Is the text right before ``start`` (in the parameter list) the word ``const``?
+    Error recovery can put it in an ERROR node before the parameter, and inserting
+    another ``const`` then never settles (fuzz: fix_cuda seed 30)."""
+    outer = node.parent if node.parent is not None else node
+    text = outer.text or b""
+    head = text[:max(0, start - outer.start_byte)].rstrip()
+    return head.endswith(b"const") and (len(head) == 5 or not
+                                        (chr(head[-6]).isalnum() or head[-6:-5] == b"_"))
 
 
 def restrict_edit(param: "Param", data: bytes) -> Edit | None:
