@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
@@ -696,9 +697,12 @@ class _Parents:
         return got if got is not None else node.parent
 
 
+@lru_cache(maxsize=64)
 def _child_parents(body: Node, types: frozenset) -> dict[int, Node]:
     """id -> parent for the nodes of ``types`` under ``body`` (a depth-first cursor walk,
-    the parents kept on a stack: linear in the body's size at any depth)."""
+    the parents kept on a stack: linear in the body's size at any depth). Memoised: a
+    body is walked for its kernel, for each call of it as a device function and for
+    CL108 (the key holds its tree, so a node id is not reused while cached)."""
     out: dict[int, Node] = {}
     cursor = body.walk()
     parents = [body]
