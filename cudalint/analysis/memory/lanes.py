@@ -697,7 +697,7 @@ class _Parents:
         return got if got is not None else node.parent
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=8)
 def _child_parents(body: Node, types: frozenset) -> dict[int, Node]:
     """id -> parent for the nodes of ``types`` under ``body`` (a depth-first cursor walk,
     the parents kept on a stack: linear in the body's size at any depth). Memoised: a

@@ -35,7 +35,7 @@ _LOOP_QUERY = "[(for_statement) (while_statement) (do_statement) (for_range_loop
 _LOOP_WORD = re.compile(rb"\b(?:for|while|do)\b")
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=8)
 def _loop_nodes(body: Node) -> tuple[Node, ...]:
     # asked several times per kernel (accesses, callees, loop depths, hot paths); a
     # query, as a Python walk of every node took 1.3 s of a profiled corpus run. The
