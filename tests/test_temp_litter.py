@@ -73,11 +73,17 @@ def test_twenty_runs_with_two_jobs_and_an_interrupted_one_leave_temp_as_found(tm
         run()
         assert _state(tmp) == found, f"run {k + 2}"
 
-    for i in range(8, 200):                 # a longer run, interrupted while it works
+    for i in range(8, 1000):                # a longer run, interrupted while it works
         (src / f"m{i}.cu").write_text((src / "m0.cu").read_text())
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env=env, cwd=tmp_path)
-    time.sleep(3)
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 30        # interrupt once its workers run (a fixed 3 s
+    while time.monotonic() < deadline:      # sleep let a fast machine finish first)
+        if children.exists() and children.read_text().strip():
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode in (130, -2), err

@@ -11,7 +11,7 @@ import pytest
 import fuzzlib as fl
 
 PTXAS_CU = sorted(fl.FIXTURES.glob("CL30*/*.cu"))
-SLOW_LIMIT_S = 3
+SLOW_LIMIT_S = 5    # the campaign's bar is 10 s; 3 s failed on CI noise (3.045 s)
 MEMORY_LIMIT = 3 << 30          # bytes of address space for a child lint (a runaway stops)
 
 
