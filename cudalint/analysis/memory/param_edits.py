@@ -14,34 +14,40 @@ if TYPE_CHECKING:
 
 def const_edit(param: "Param") -> Edit | None:
     """``const `` inserted before the parameter's type (keeps everything else as is)."""
-    if param.pointee_const:
+    if param.pointee_const or not _read_whole(param.node):
         return None
     type_node = param.node.child_by_field_name("type")
     if type_node is None:
         return None
     start = type_node.start_byte
-    if _const_just_before(param.node, start):
-        return None          # a `const` the parse left outside the parameter (broken code)
     # "struct Foo* p", "unsigned int* p": the type node starts at the first word already;
     # a leading qualifier such as volatile stays in front of the new const
     return Edit(start, start, "const ")
 
 
-def _const_just_before(node, start: int) -> bool:
-    """Is the text right before ``start`` (in the parameter list) the word ``const``?
-    Error recovery can put it in an ERROR node before the parameter, and inserting
-    another ``const`` then never settles (fuzz: fix_cuda seed 30)."""
-    outer = node.parent if node.parent is not None else node
-    text = outer.text or b""
-    head = text[:max(0, start - outer.start_byte)].rstrip()
-    return head.endswith(b"const") and (len(head) == 5 or not
-                                        (chr(head[-6]).isalnum() or head[-6:-5] == b"_"))
+def _read_whole(node) -> bool:
+    """Did the parse read this parameter declaration, and nothing glued to its front?
+    Error recovery can give a parameter an empty type (``[-1]  const int* index``: the
+    type is a zero-width name before the ERROR holding ``const int``) or leave a word
+    that belongs to it in an ERROR before it (``constreinterpret_cast<float2*>(p) float*
+    items``: a ``const`` inserted there stays outside the parameter). An edit computed
+    from such a tree is not what the text says: the next run reads the parameter the
+    same way and edits again (fuzz: fix_cuda seeds 26 and 30, CR-only line ends and a
+    parameter list split by recovery). No edit then; the finding stays for the user."""
+    if node.has_error or node.is_missing:
+        return False
+    before = node.prev_sibling
+    while before is not None and before.type == "comment":
+        before = before.prev_sibling
+    return before is None or not (before.type == "ERROR" or before.is_missing)
 
 
 def restrict_edit(param: "Param", data: bytes) -> Edit | None:
     """`` __restrict__`` right after the parameter's (outermost) ``*``, spaced the way
     the user spaces it: ``float* p`` -> ``float* __restrict__ p``, ``float *p`` ->
     ``float *__restrict__ p``."""
+    if not _read_whole(param.node):
+        return None
     decl = param.node.child_by_field_name("declarator")
     if decl is None or decl.type != "pointer_declarator":
         return None
