@@ -314,10 +314,52 @@ def parse_table(table: Any, where: str, base: Settings | None = None) -> Setting
     return replace(base or Settings(), **values)
 
 
+MAX_TOML_NESTING = 64       # arrays/inline tables; real configs nest 2-3 deep
+
+
+def toml_nesting(text: str) -> int:
+    """Deepest `[`/`{` nesting of a TOML text outside strings and comments.
+
+    tomllib recurses once per level: near the recursion limit a garbage collection that
+    runs a weakref callback prints "Exception ignored ... RecursionError" to stderr even
+    when the RecursionError itself is caught (fuzz seed 32, 1,089 `[`). So the depth is
+    measured first, without recursion, and a deep file never reaches tomllib.
+    """
+    depth = deepest = 0
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif c in "\"'":
+            quote = c * 3 if text.startswith(c * 3, i) else c
+            i += len(quote)
+            while i < n and not text.startswith(quote, i):
+                if c == '"' and text[i] == "\\":
+                    i += 1
+                elif len(quote) == 1 and text[i] == "\n":
+                    break                   # unterminated: tomllib reports it
+                i += 1
+            i += len(quote)
+            continue
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+        i += 1
+    return deepest
+
+
 def load_config_file(path: Path) -> Settings | None:
     """Settings from one file; None for a pyproject.toml without [tool.cudalint]."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        if toml_nesting(text) > MAX_TOML_NESTING:
+            raise ConfigError(f"{path}: invalid TOML: nested more than "
+                              f"{MAX_TOML_NESTING} levels deep")
+        data = tomllib.loads(text)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:

@@ -261,3 +261,26 @@ def test_issue_trigger_is_linted_within_1s_and_200mb(name):
     assert got["rss_mb"] < RSS_LIMIT_MB, got
     if re.search(r"launch_(bounds_int_max|block_huge)", name):
         assert "CL601" in got["codes"]
+
+
+def test_deep_toml_never_reaches_tomllib(tmp_path, monkeypatch):
+    # fuzz seed 32: tomllib's recursion near the limit let a weakref callback print
+    # "Exception ignored ... RecursionError" although the error itself was caught
+    import tomllib
+
+    from cudalint import config
+    calls = []
+    monkeypatch.setattr(tomllib, "loads", lambda text: calls.append(text) or {})
+    deep = tmp_path / "pyproject.toml"
+    deep.write_text("[tool.cudalint]\nselect = " + "[" * 1000 + "]" * 1000 + "\n")
+    with pytest.raises(ConfigError, match="nested more than 64 levels"):
+        config.load_config_file(deep)
+    assert calls == []
+    # brackets inside strings and comments are not nesting; real nesting is counted
+    text = ('a = "[[[[" # [[[[\nb = \'\'\'\n[[[[\n\'\'\'\nc = "\\"[["\n'
+            'd = [[1], {e = [2]}]\n[tool.cudalint]\n')
+    assert config.toml_nesting(text) == 3
+    ok = tmp_path / "cudalint.toml"
+    ok.write_text("# [[[[[[[[\n" * 100 + 'select = ["CL2"]\n')
+    config.load_config_file(ok)
+    assert len(calls) == 1
