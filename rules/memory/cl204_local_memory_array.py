@@ -11,9 +11,15 @@ from cudalint.rule import Rule
 
 KB = 1024
 STATIC_SHARED = 48 * KB          # per block without opt-in, every architecture
-# below this many threads per block, one block per SM holds fewer than 4 warps: a
-# shared copy per thread that fits only such blocks is no advice (latency is not hidden)
-MIN_SHARED_THREADS = 128
+# With the block unknown, shared memory is advised only if at least this many threads'
+# copies fit one block. Set from the H100 record fixtures/CL204/shared_cutoff.json
+# (tools/gputruth/worth_acting.py, tests/test_cl204_shared_cutoff.py): the smallest
+# threads-fitting count at and above which every measured array size ran at least 5%
+# faster in shared slices than in local memory, for a data-dependent index and for a
+# run-time loop counter. 4 KB per thread (56 fit): 14.7x and 1.19x; 8 KB (28): the
+# counter loop 25% slower. The 128 used before was never measured (2 KB, 113 fit: 33x
+# and 3.2x faster).
+MIN_SHARED_THREADS = 56
 # indices that no unrolling makes a constant
 _HARD = ("memory", "running")
 
@@ -82,7 +88,16 @@ class LocalMemoryArray(Rule):
       sm_75; the lowest of the build's targets). The block is the kernel's launch, or for
       a device function the one block of the kernels of the unit that call it. With the
       block unknown, the message gives the most threads per block that fit, and offers
-      nothing when fewer than 128 do (one such block per SM holds under 4 warps). A
+      nothing when fewer than 56 do. (Revised 2026-11-24, issue 20) That cutoff is
+      measured (H100, `tools/gputruth/worth_acting.py` -> `fixtures/CL204/shared_cutoff.json`):
+      a per-thread array of 256 B to 8 KB in local memory (ptxas -v: a stack frame of its
+      size) against one slice per thread in dynamic shared memory, at the block keeping
+      the most threads per SM. A data-dependent index (a histogram) ran 80x to 3.5x
+      faster in shared memory at every size; a run-time loop counter (fill, four passes)
+      3.1x at 256 B, 3.2x at 2 KB (113 threads fit), 1.19x at 4 KB (56 fit) and 0.80x
+      at 8 KB (28 fit). The cutoff is the smallest count at and above which both shapes
+      gain 5% or more; the 128 used before ("under 4 warps per SM") was never measured
+      and withheld the advice from 1-2 KB arrays that ran 3x to 33x faster with it. A
       table of constants needs one copy per block: `__constant__` memory or shared memory.
     - Otherwise the message says that the local-memory traffic stays and that holding
       fewer elements per thread is what cuts it.
