@@ -72,7 +72,7 @@ def test_runtime_counter_over_1kb_is_told_registers_cannot_hold_it():
     assert "compile-time bound" not in m
     assert "512 32-bit registers" in m and "cannot be held in registers" in m
     # block unknown: 227 KB / 2048 bytes = 113 threads, a block worth having since the
-    # H100 measured it (fixtures/CL204/shared_cutoff.json: 2 KB run-time counter 3.2x
+    # H100 measured it (fixtures/CL204/shared_cutoff.json: 2 KB run-time counter 4.2x
     # faster in shared slices; tests/test_cl204_shared_cutoff.py)
     assert "keep it in dynamic shared memory, one slice per thread, for blocks of at " \
         "most 113 threads (2048 bytes each: 227 KB per block on sm_90" in m

@@ -67,13 +67,13 @@ class SharedBankConflict(Rule):
     convolutionSeparable's row kernel, verbatim at 3072x3072, fills its `[4][160]` tile
     with 10 stores per thread that are 2-way (ncu: 2.0 wavefronts per STS, as computed)
     and then reads it 136 times, 2-way too. The stores are outside the hottest region
-    (1/15 of the loads' wavefronts per pass) and are not reported: filling the same tile
+    (ncu: 1/13 of the loads' wavefronts) and are not reported: filling the same tile
     conflict-free, loads unchanged, took 0.0572 ms against 0.0551 as written (no gain;
-    the stores' wavefront share bounds it at 3.4%). The load finding stays and its
-    padding `[4][176]` frees both: 0.0389 ms (-29%). A kaolin-style loop of 2-way
-    transposes between barriers (`[16][17]`, 16x16 block, analog) ran 12% faster
-    swizzled (0.661 -> 0.589 ms): conflicts in the hot loop of a barrier-bound kernel
-    still cost more than 5%, so they stay reported.
+    freeing them removes 3.6% of the kernel's shared wavefronts). The load finding
+    stays and its padding `[4][176]` frees both: 0.0389 ms (-29%). A kaolin-style loop
+    of 2-way transposes between barriers (`[16][17]`, 16x16 block, analog) ran 12%
+    faster swizzled (0.661 -> 0.589 ms): conflicts in the hot loop of a barrier-bound
+    kernel still cost more than 5%, so they stay reported.
 
     (Revised 2026-11-24, issue 20) Stores are reported from the same degree as loads, 2
     ways and up (`STORE_MIN_WAYS`), because the GPU says so. The triage's 2-way 16-byte

@@ -16,9 +16,9 @@ STATIC_SHARED = 48 * KB          # per block without opt-in, every architecture
 # (tools/gputruth/worth_acting.py, tests/test_cl204_shared_cutoff.py): the smallest
 # threads-fitting count at and above which every measured array size ran at least 5%
 # faster in shared slices than in local memory, for a data-dependent index and for a
-# run-time loop counter. 4 KB per thread (56 fit): 14.7x and 1.19x; 8 KB (28): the
-# counter loop 25% slower. The 128 used before was never measured (2 KB, 113 fit: 33x
-# and 3.2x faster).
+# run-time loop counter (local time / shared time). 4 KB per thread (56 fit): 15.7x and
+# 2.19x; 8 KB (28): the counter loop 0.75x (shared slower). The 128 used before was
+# never measured (2 KB, 113 fit: 34x and 4.2x).
 MIN_SHARED_THREADS = 56
 # indices that no unrolling makes a constant
 _HARD = ("memory", "running")
@@ -92,13 +92,13 @@ class LocalMemoryArray(Rule):
       measured (H100, `tools/gputruth/worth_acting.py` -> `fixtures/CL204/shared_cutoff.json`):
       a per-thread array of 256 B to 8 KB in local memory (ptxas -v: a stack frame of its
       size) against one slice per thread in dynamic shared memory, at the block keeping
-      the most threads per SM. A data-dependent index (a histogram) ran 80x to 3.5x
+      the most threads per SM. A data-dependent index (a histogram) ran 4.5x to 96x
       faster in shared memory at every size; a run-time loop counter (fill, four passes)
-      3.1x at 256 B, 3.2x at 2 KB (113 threads fit), 1.19x at 4 KB (56 fit) and 0.80x
-      at 8 KB (28 fit). The cutoff is the smallest count at and above which both shapes
-      gain 5% or more; the 128 used before ("under 4 warps per SM") was never measured
-      and withheld the advice from 1-2 KB arrays that ran 3x to 33x faster with it. A
-      table of constants needs one copy per block: `__constant__` memory or shared memory.
+      4.1x at 256 B, 4.2x at 2 KB (113 threads fit), 2.19x at 4 KB (56 fit) and 0.75x
+      (shared slower) at 8 KB (28 fit). The cutoff is the smallest count at and above
+      which both shapes gain 5% or more; the 128 used before ("under 4 warps per SM")
+      was never measured and withheld the advice from 2 KB and 4 KB arrays that ran
+      2.19x to 34x faster with it. A table of constants needs one copy per block: `__constant__` memory or shared memory.
     - Otherwise the message says that the local-memory traffic stays and that holding
       fewer elements per thread is what cuts it.
 
