@@ -9,20 +9,22 @@ class SharedWriteConflict(Rule):
     """## What it does
     Finds a store to `__shared__` memory at which two threads write different values
     to the same address: `x[0] = threadIdx.x` executed by the whole block or by one
-    warp, `s[tid / 64] = tid`. The block is executed symbolically; a store is reported
-    only when the addresses and the values are known and two threads store different
-    values at one address. Stores of the same value by
-    every thread (a flag set to 1) and stores whose values the analysis cannot know
-    (loaded from memory) are not reported, nor (yet) stores to a `__shared__` scalar
-    declared in the kernel.
+    warp, `s[tid / 64] = tid`, a `__shared__ int x;` of the kernel set to `threadIdx.x`,
+    a shared array stored through a cast (`((unsigned *)bytes)[i] = tid`). The block is
+    executed symbolically; a store is reported only when the addresses and the values
+    are known and two threads store different values at one address. Stores of the
+    same value by every thread (a flag set to 1) and stores whose values the analysis
+    cannot know (loaded from memory) are not reported, nor (yet) stores to a
+    `__shared__` scalar declared at file scope.
 
     ## Why is this bad?
     Which value stays depends on the order the warps run in (a write-write race), and
     among the lanes of one warp storing in one instruction it is unspecified. A
     barrier does not help; one thread must write (`if (threadIdx.x == 0)`), or the
     values must be combined (`atomicMax`, a block reduction). Measured on an H100
-    (`fixtures/CL107/truth.json`): compute-sanitizer racecheck reports these stores as
-    errors, within one warp too, and nothing for the same-value form.
+    (`fixtures/CL107/truth.json`, `fixtures/CL107/shared_scalar.truth.json`):
+    compute-sanitizer racecheck reports these stores as errors, within one warp too,
+    and nothing for the same-value form.
 
     ## Example
     ```cuda

@@ -26,7 +26,7 @@ class Frame:
     def __init__(self):
         self.ret = 0
         self.value: list | None = None
-        self.loops: list[list[int]] = []      # [break mask, continue mask]
+        self.loops: list[list[int]] = []      # [break, continue, left early: masks]
 
 
 class CallEval:

@@ -287,6 +287,13 @@ class ExpressionEval:
             found, _ = self.lookup(name)
             if found:
                 self.assign(name, value, act)
+                var = self.local_shared_scalar(name)
+                if var is not None and not compound:
+                    # a `__shared__ int x;` of the kernel: its value is followed like a
+                    # local's, and one store by threads with different values is CL107's
+                    p = self._shared_value(var)
+                    if p is not None:
+                        self.write_conflict(p, left, value if key is None else key, act)
                 return
             var = self.shared.get(name)
             if var is not None and not var.dims:

@@ -103,6 +103,8 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
             self.warp_bits[w] = self.warp_bits.get(w, 0) | (1 << i)
         self.scopes: list[dict[str, Any]] = []
         self.shared: dict[str, SharedVar] = dict(shared_globals)
+        # (id of the scope, name) -> the __shared__ scalar declared there
+        self._scalars: dict[tuple[int, str], SharedVar] = {}
         self.maybe = 0           # threads whose path here is not known (scoped)
         self.ghost = 0           # threads that may have left (persistent)
         self.exited = 0          # threads that returned from the kernel
@@ -357,6 +359,7 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
         tm, fm, um = self.split(v, act)
         if um and self._shared_select(node):
             return self._select(node, cons, alt, tm, fm, um)
+        ghost0 = self.ghost
         saved = self.maybe
         self.maybe |= um
         try:
@@ -370,6 +373,13 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
             # unknown threads that may have left (return/break/continue in one branch)
             self.ghost |= lost
             out |= lost & act
+            frame = self.frames[-1]
+            if frame.loops:
+                # those that may only have left by this loop's break/continue are back
+                # on a known path once it ends (exec_loop): a `continue` under a data
+                # test must not hide what the block does after the loop
+                loop = frame.loops[-1]
+                loop[2] |= lost & (loop[0] | loop[1]) & ~frame.ret & ~ghost0
         return out
 
     def _shared_select(self, node: Node) -> bool:
@@ -418,7 +428,7 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
                 else:
                     self.eval(init, act)
             running = act
-            done = 0
+            done = soft = 0
             first = True
             for _ in range(LOOP_CAP + 1):
                 if not running:
@@ -433,11 +443,12 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
                     if not running:
                         break
                 first = False
-                frame.loops.append([0, 0])
+                frame.loops.append([0, 0, 0])
                 try:
                     out = self.exec(body, running) if body is not None else running
                 finally:
-                    brk, cont = frame.loops.pop()
+                    brk, cont, left = frame.loops.pop()
+                soft |= left
                 done |= brk
                 running = out | cont
                 if update is not None and running:
@@ -445,6 +456,13 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
                 self._step()
             else:
                 raise GiveUp("loop bound")
+            soft &= ~(frame.ret | self.exited)
+            if soft:
+                # threads that may have left an iteration early ran the rest of it as
+                # well: what the loop assigns is unknown for them, their path is known
+                for name in self.memo.assigned_names(node.ts):
+                    self.assign(name, None, soft)
+                self.ghost &= ~soft
             return done
         finally:
             self.scopes.pop()
@@ -457,7 +475,7 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
         frame = self.frames[-1]
         saved = self.maybe
         self.maybe |= running
-        frame.loops.append([0, 0])
+        frame.loops.append([0, 0, 0])
         try:
             if body is not None:
                 self.exec(body, running)
@@ -505,6 +523,8 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
                 self.shared[name] = SharedVar(key, name, type_text, tuple(dims),
                                               "extern" in quals)
                 scope[name] = self._shared_value(self.shared[name])
+                if not dims:
+                    self._scalars[id(scope), name] = self.shared[name]
                 continue
             if dims:
                 scope[name] = None           # a thread's own array: not tracked
@@ -600,6 +620,16 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
             if name in scope:
                 return True, scope[name]
         return False, None
+
+    def local_shared_scalar(self, name: str) -> SharedVar | None:
+        """The ``__shared__`` scalar of the kernel that ``name`` means here (the
+        innermost scope holding it declared it so), else None."""
+        if not self._scalars:
+            return None
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return self._scalars.get((id(scope), name))
+        return None
 
     def assign(self, name: str, value, act: int) -> None:
         for scope in reversed(self.scopes):

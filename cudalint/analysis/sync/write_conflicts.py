@@ -7,8 +7,10 @@ errors on an H100 (fixtures/CL107/truth.json: 262 hazards for a 128-thread block
 its thread ids to ``x[0]``, 68 for one warp doing it in two blocks), and nothing when
 every thread stores the same value (the benign form, silent here too).
 
-The candidates are found statically: a plain ``=`` store to a shared variable or array
-element whose value depends on the thread (:mod:`~cudalint.analysis.sync.divergence`)
+The candidates are found statically: a plain ``=`` store to a shared variable (declared
+in the kernel: the block run follows its value as a local's and judges the store) or
+array element (``((unsigned *)x)[i]`` too: the array through a cast) whose value depends
+on the thread (:mod:`~cudalint.analysis.sync.divergence`)
 at an address that may coincide for two threads (an index that does not depend on the
 thread, or one with ``/``, ``>>`` or ``%``). The block run
 (:class:`~cudalint.analysis.sync.races.RaceAnalysis`) decides: it reports a candidate
@@ -103,6 +105,10 @@ def _target(left: Node, names: set[str]) -> Node | None:
     if left.type != "subscript_expression":
         return None
     base = left.child_by_field_name("argument")
+    # `((unsigned *)x)[i]`: the array stored through a cast of it
+    while base is not None and base.type in ("parenthesized_expression", "cast_expression"):
+        base = base.child_by_field_name("value") if base.type == "cast_expression" else \
+            next((c for c in base.named_children if c.type != "comment"), None)
     if base is None or base.type != "identifier" or text(base) not in names:
         return None
     idx = left.child_by_field_name("indices")
