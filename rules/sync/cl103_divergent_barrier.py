@@ -75,6 +75,8 @@ class DivergentBarrier(Rule):
     def check(self, ctx):
         old_gpu = pre_volta(ctx.settings.arch)
         for b in ctx.analysis(SkippedBarriers).items:
+            if b.grid:
+                continue        # grid barriers: CL106
             if b.meets is not None and b.meets.id == b.node.id:
                 then = ("; the threads that skip it reach it in another iteration, "
                         "while the others wait at it in this one")

@@ -14,7 +14,8 @@ class BarrierSkippedByExitingThreads(Rule):
     the kernel, a block-strided loop with a barrier whose leavers then exit. Select it
     for code that must follow the letter of the Programming Guide (every thread of the
     block reaches every `__syncthreads()`), or that may run on pre-Volta GPUs (there,
-    with the `arch` setting sm_30 to sm_62, CL103 reports these itself).
+    with the `arch` setting sm_30 to sm_62, CL103 reports these itself). Also grid
+    barriers (`this_grid().sync()`, `sync(grid)`) that part of a block skips.
 
     ## Why is this bad?
     Since Volta it is not: a barrier "will not succeed until reached by all non-exited
@@ -26,6 +27,17 @@ class BarrierSkippedByExitingThreads(Rule):
     and before Volta a barrier counted exited threads as missing. The code is also one
     edit away from CL103: a barrier added after the branch makes the skipping threads
     wait there, and the kernel breaks or hangs.
+
+    A grid barrier skipped by part of a block is worse than it looks on the GPU.
+    Measured on an H100 (`fixtures/CL106/grid_sync.truth.json`, cooperative launches of
+    4 blocks): one whose odd threads skip `g.sync()` and one whose thread 0 of every
+    block skips it both complete, synccheck silent. But in cooperative groups
+    (`cooperative_groups/details/sync.h`) thread 0 of each block is the one that adds
+    the block to the grid's counter in global memory and waits for the others: a block
+    whose thread 0 skips the barrier is never counted. When every block's thread 0
+    skips it, no block waits and the barrier orders nothing across blocks (the second
+    launch above: it completes, unsynchronized); when only some do, the blocks that
+    arrive wait for the others forever.
 
     ## Example
     ```cuda
@@ -56,11 +68,25 @@ class BarrierSkippedByExitingThreads(Rule):
     default_enabled = False
 
     def check(self, ctx):
-        if pre_volta(ctx.settings.arch):
-            return          # CL103 reports every skipped barrier there
+        old_gpu = pre_volta(ctx.settings.arch)
         for b in ctx.analysis(SkippedBarriers).items:
-            if b.meets is not None:
+            if b.grid:
+                for inst in instance_mentions(ctx, b.fn):
+                    yield Finding.at(
+                        b.node,
+                        f"grid barrier skipped by part of a block: `{b.spelling}` "
+                        f"{b.why}{inst}; every thread of the grid must reach a grid "
+                        f"barrier: cooperative groups count a block when its thread 0 "
+                        f"arrives, so a block whose thread 0 skips it is not counted (the "
+                        f"barrier then orders nothing across blocks, or the other blocks "
+                        f"wait for that one forever) (move the barrier out of the "
+                        f"thread-dependent code)",
+                        metrics={"barrier": b.spelling,
+                                 "kernel": b.fn.name if b.fn.is_kernel else None,
+                                 "function": b.fn.name})
                 continue
+            if old_gpu or b.meets is not None:
+                continue    # before Volta CL103 reports every skipped block barrier
             for inst in instance_mentions(ctx, b.fn):
                 yield Finding.at(
                     b.node,

@@ -1,5 +1,7 @@
 """Block barriers that part of the block skips, and what the skipping threads do next
-(CL103 and its strict companion CL106).
+(CL103 and its strict companion CL106); grid barriers (``this_grid().sync()``) that
+part of a block skips, for CL106 only (cooperative groups count a block at its thread
+0, so where the skipping threads go is not the question: fixtures/CL106/grid_sync.cu).
 
 A barrier is *skipped* when a condition that depends on the thread decides whether it
 runs: an enclosing branch, a loop whose trip count depends on the thread (or that a
@@ -51,6 +53,7 @@ class SkippedBarrier:
     fn: "Function"
     why: str                 # which threads skip it ("is reached only by threads ...")
     meets: Node | None       # the barrier the skipping threads wait at instead, if shown
+    grid: bool = False       # a cooperative-groups grid barrier (`this_grid().sync()`)
 
 
 def pre_volta(arch: str) -> bool:
@@ -60,8 +63,8 @@ def pre_volta(arch: str) -> bool:
 
 
 class SkippedBarriers:
-    """Per unit: ``ctx.analysis(SkippedBarriers).items``, every skipped block barrier
-    of the unit's device functions, in source order."""
+    """Per unit: ``ctx.analysis(SkippedBarriers).items``, every skipped block (or grid)
+    barrier of the unit's device functions, in source order."""
 
     def __init__(self, ctx: "UnitContext"):
         self._ctx = ctx
@@ -90,7 +93,8 @@ class SkippedBarriers:
                 continue
             caps = queries(fn.body)
             groups = group_handles(fn.body, caps)
-            syncs = [s for s in syncs_in(fn.body, groups, caps) if s.kind == "block"]
+            syncs = [s for s in syncs_in(fn.body, groups, caps)
+                     if s.kind in ("block", "grid")]
             if not syncs:
                 continue
             dep = _Lazy(deps, fn)
@@ -108,6 +112,11 @@ class SkippedBarriers:
                 if found is None:
                     continue
                 why, guard, kind = found
+                if sync.kind == "grid":
+                    # a grid barrier skipped by part of a block: CL106 says what the
+                    # GPU does with it (where the skipping threads go is not followed)
+                    yield SkippedBarrier(sync.node, sync.spelling, fn, why, None, True)
+                    continue
                 meets = ctx.analysis(RaceAnalysis).waits_elsewhere(sync.node)
                 if meets is None and kind in ("if", "else", "loop", "break"):
                     if walker is None:
