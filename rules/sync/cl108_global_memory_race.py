@@ -22,7 +22,9 @@ class GlobalMemoryRace(Rule):
     threads with plain `=` and stores of one constant (the values may agree). An
     unknown parameter that multiplies the thread index (a row pitch) is taken at a
     large value (1024); one that shifts every address (`a[tid + offset]`) at 1, 37
-    and 1024. Accesses in device functions the kernel calls are not followed yet.
+    and 1024. Accesses in the device functions the kernel calls directly are evaluated
+    at each call with the call's arguments (nvcc inlines them); deeper calls are not
+    followed yet.
 
     ## Why is this bad?
     Threads of different blocks are not ordered within a launch, and threads of one
@@ -66,6 +68,10 @@ class GlobalMemoryRace(Rule):
             order = ("nothing orders threads of different blocks within a launch"
                      if race.blocks[0] != race.blocks[1] else
                      "no barrier orders them")
+            if race.via is not None:
+                # the store is in a device function: say which kernel's launch
+                order += (f"; `{race.kernel.instance or race.kernel.name}` calls the "
+                          f"device function at line {ctx.line(race.via)}")
             yield Finding.at(
                 race.store,
                 f"global memory race: {first} stores `{text(race.store)}` and {second} "

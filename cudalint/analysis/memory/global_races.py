@@ -7,7 +7,9 @@ the same launch, so the value read depends on which runs first. Nothing orders t
 of different blocks within a launch, and threads of one block only through a barrier.
 
 How: the lane engine (kernel_lanes) evaluates the byte address of each subscript of a
-named pointer (a parameter, or a local it follows to one) for the threads of warps 0, 1
+named pointer (a parameter, or a local it follows to one; in a device function the
+kernel calls, its parameter bound to the call's argument by callee_lanes, the threads
+that reach the call its active ones) for the threads of warps 0, 1
 and the last of a block, under its samples of the kernel's unknowns, once with
 ``blockIdx`` = 0 and once with 1 (same samples otherwise, so both blocks see the same
 sizes). A pair of accesses races when, in one sample, a store's bytes and another
@@ -23,10 +25,11 @@ access's bytes meet for two threads:
 
 A sampled parameter that multiplies the thread index in an address is most often a row
 pitch (two rows meet at pitch 1 in every tiled kernel), so a pair that reads one is
-compared at the largest sample only; one that only shifts every thread's address
-(``a[tid + offset]``) is compared in every sample, and a value every launch passes as a
-constant is exact. Which threads reach an
-access is decided per column: enclosing ``if`` and loop conditions and earlier
+compared at the largest sample only, and so is one whose address also reads a loop
+counter (``od[y * w]`` walking a column: at pitch 1 the rows of the loop meet the next
+threads' elements); one that only shifts every thread's address (``a[tid + offset]``) is
+compared in every sample, and a value every launch passes as a constant is exact. Which
+threads reach an access is decided per column: enclosing ``if`` and loop conditions and earlier
 ``if (...) return;`` statements, where the engine can evaluate them (bounds on a sampled
 parameter included); unknown conditions are assumed to hold either way.
 
@@ -46,15 +49,17 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
+from cudalint.analysis.memory.callee_lanes import CalleeLanes, bind_arguments, device_calls
 from cudalint.analysis.memory.kernel_lanes import KernelLanes
-from cudalint.analysis.memory.lane_values import N_SAMPLES, Opaque
-from cudalint.analysis.memory.lanes import (_direction, _no_known_block, any_1d_block,
-                                            _one_dimensional, _Parents, launch_bindings)
+from cudalint.analysis.memory.lane_values import COUNTER_SAMPLES, N_SAMPLES, Opaque
+from cudalint.analysis.memory.lanes import (MAX_NEST, _direction, _no_known_block,
+                                            any_1d_block, _one_dimensional, _Parents,
+                                            launch_bindings)
 from cudalint.model.instances import Instances
 from cudalint.model.launch_shape import block_shape
 from cudalint.model.types import StructType
 from cudalint.model.types import struct_types as _struct_types
-from cudalint.parse import text
+from cudalint.parse import nesting, text
 
 if TYPE_CHECKING:
     from cudalint.context import UnitContext
@@ -71,9 +76,14 @@ _STORE = re.compile(rb"\]\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|\]\s*(?:\+\+|--)|(?:\+\+
 _ATOMIC = re.compile(rb"\batomic\w*\s*\(")
 # a kernel with more subscripts than this is not searched (fuzzed sums of thousands)
 MAX_SITES = 512
+MAX_CALLS = 16              # device-function calls of one kernel followed (one level)
 MAX_BUCKET = 8
 _LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
 _CALL = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:<[^<>;]*>)?\s*\(")
+# the iteration counts the engine samples for an accumulating loop counter, and the mark
+# an evaluation that read one leaves among the parameters it read
+_COUNTS = frozenset(tuple(c + k for c in COUNTER_SAMPLES) for k in (0, 1))
+_COUNTER = "<loop counter>"
 
 
 @dataclass
@@ -87,6 +97,7 @@ class GlobalRace:
     blocks: tuple[int, int]     # their blockIdx.x
     byte: int                   # a byte offset both touch (from the buffer's start)
     block: tuple[int, int, int]
+    via: Node | None = None     # the kernel's call of the device function holding store
 
 
 class GlobalRaces:
@@ -105,12 +116,19 @@ class GlobalRaces:
             return structs
         barrier_fns = None
         for fn in ctx.analysis(Instances).kernels():
-            if fn.body is None or b"threadIdx" not in fn.body.text:
+            if fn.body is None or b"threadIdx" not in fn.body.text and not any(
+                    b"threadIdx" in (c.body.text or b"") for _, c in device_calls(ctx, fn)
+                    if c.body is not None):
                 continue
             up = _Parents(fn.body)
             sites = _sites(ctx, fn, up)
             if sites is None:
-                continue
+                # a store in a device function the kernel calls (nvcc inlines it)
+                if not any(p.is_pointer for p in fn.params) or not any(
+                        c.body is not None and _STORE.search(c.body.text)
+                        for _, c in device_calls(ctx, fn)):
+                    continue
+                sites = []
             if barrier_fns is None:
                 barrier_fns = {f.name for f in ctx.model.functions
                                if f.body is not None and _BLOCK_BARRIER.search(f.body.text)}
@@ -146,10 +164,13 @@ def _aliases(ctx: "UnitContext", fn: "Function") -> dict[str, str]:
     return rep
 
 
-def _sites(ctx: "UnitContext", fn: "Function", up) -> list[tuple[Node, bool, bool]] | None:
+def _sites(ctx: "UnitContext", fn: "Function", up, need_store: bool = True
+           ) -> list[tuple[Node, bool, bool]] | None:
     """Subscripts of a named pointer (a parameter, or a local the engine follows to
-    one; not under ``&``): (node, store, load), or None when none is a store."""
-    if not any(p.is_pointer for p in fn.params) or not _STORE.search(fn.body.text):
+    one; not under ``&``): (node, store, load), or None when none is a store (with
+    ``need_store``) or there is none."""
+    if not any(p.is_pointer for p in fn.params) or \
+            need_store and not _STORE.search(fn.body.text):
         return None
     nodes = fn.nodes_in("subscript")
     if len(nodes) > MAX_SITES:
@@ -169,7 +190,7 @@ def _sites(ctx: "UnitContext", fn: "Function", up) -> list[tuple[Node, bool, boo
             continue                        # wrapper code cudalint wrote for a snippet
         store, load = _direction(node, up)
         out.append((node, store, load))
-    return out if any(store for _, store, _ in out) else None
+    return out if any(store for _, store, _ in out) or not need_store and out else None
 
 
 def _racing_regions(evaluated: list) -> set[str]:
@@ -198,6 +219,11 @@ class _AtBlock(KernelLanes):
             self.used_params.add("gridDim")
         return super()._builtin(node)
 
+    def sampled(self, values: tuple[int, ...]) -> tuple:
+        if values in _COUNTS:
+            self.used_params.add(_COUNTER)
+        return super().sampled(values)
+
 
 def _engine(ctx, fn, shape, structs, values, bx: int) -> _AtBlock:
     lanes = _AtBlock(ctx, fn, shape, structs, values)
@@ -209,12 +235,19 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns, up) -> list[GlobalRace]:
     shape = block_shape(ctx, fn)
     if shape is None and _one_dimensional(fn) and _no_known_block(ctx, fn):
         shape = any_1d_block(fn)
-    if shape is None:
+    if shape is None or nesting(fn.body, MAX_NEST) > MAX_NEST:    # lanes.MAX_NEST
         return []
     body = fn.body.text
     called = {m.group(1).decode() for m in _CALL.finditer(body)}
     same_block = not _BLOCK_BARRIER.search(body) and not (called & barrier_fns)
-    cross_block = not _INTER_BLOCK.search(body) and not _one_block(ctx, fn)
+    calls = [(call, c) for call, c in device_calls(ctx, fn) if c.body is not None and
+             c.nodes_in("subscript") and any(p.is_pointer for p in c.params)][:MAX_CALLS]
+    cross_block = not _INTER_BLOCK.search(body) and not _one_block(ctx, fn) and \
+        not any(_INTER_BLOCK.search(c.body.text) for _, c in calls)
+    if calls and same_block:
+        # a barrier one call further (the callee's own calls)
+        same_block = not any({m.group(1).decode() for m in _CALL.finditer(c.body.text)}
+                             & barrier_fns for _, c in calls)
     if not (same_block or cross_block):
         return []
     values = {name: v for name, (v, _) in launch_bindings(ctx, fn).items()}
@@ -231,17 +264,68 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns, up) -> list[GlobalRace]:
         if len(per_block) == 2:
             region = alias.get(per_block[0][3], per_block[0][3])
             evaluated.append((node, region, store, load, per_block, _in_loop(node, fn, up)))
+    vias: dict[int, Node] = {}
+    for call, callee in calls:
+        for e in _callee_sites(ctx, fn, call, callee, engines, shape, structs, values, up):
+            e = (e[0], alias.get(e[1], e[1])) + e[2:]
+            vias[len(evaluated)] = call
+            evaluated.append(e)
     keep = _racing_regions(evaluated)
-    evaluated = [e for e in evaluated if e[1] in keep]
+    kept = [i for i, e in enumerate(evaluated) if e[1] in keep]
+    vias = {k: vias[i] for k, i in enumerate(kept) if i in vias}
+    evaluated = [evaluated[i] for i in kept]
     cols = engines[0].cols
     hits = _search(evaluated, cols, same_block, cross_block, up)
     found = []
+    seen: set[int] = set()
     for i, (j, t1, t2, blocks, byte) in sorted(hits.items()):
         s_node, region, _, _, _, _ = evaluated[i]
+        if s_node.id in seen:
+            continue            # one device function's store reached by two calls
+        seen.add(s_node.id)
         o_node, o_store = evaluated[j][0], evaluated[j][2]
         found.append(GlobalRace(fn, s_node, o_node, o_store and i != j, region,
-                                (t1, t2), blocks, byte, shape.dims))
+                                (t1, t2), blocks, byte, shape.dims, vias.get(i)))
     return found
+
+
+class _CalleeAtBlock(_AtBlock, CalleeLanes):
+    """A device function's body at one call of the kernel, ``blockIdx.x`` fixed."""
+
+
+def _callee_sites(ctx, fn, call, callee, engines, shape, structs, values, up) -> list:
+    """The subscripts of a device function the kernel calls (one level), evaluated
+    with the call's binding in blocks 0 and 1, the threads that reach the call its
+    active ones: entries as ``_kernel_races`` builds them (region not yet aliased)."""
+    c_up = _Parents(callee.body)
+    in_loop = _in_loop(call, fn, up)
+    per_engine = []
+    for lanes in engines:
+        got = bind_arguments(lanes, call, callee)
+        if got is None:
+            return []
+        bound, args = got
+        try:
+            act = _reached(lanes, fn, call, up)
+        except (Opaque, RecursionError, OverflowError, ValueError, TypeError,
+                AttributeError):
+            return []
+        clanes = _CalleeAtBlock(ctx, bound, shape, structs, values, None, args, act)
+        clanes.block_x = lanes.block_x
+        per_engine.append((bound, clanes))
+    bound = per_engine[0][0]
+    out = []
+    for node, store, load in _sites(ctx, bound, c_up, need_store=False) or ():
+        per_block = []
+        for b, clanes in per_engine:
+            got = _evaluate(clanes, b, node, c_up)
+            if got is None:
+                break
+            per_block.append(got)
+        if len(per_block) == 2:
+            out.append((node, per_block[0][3], store, load, per_block,
+                        in_loop or _in_loop(node, bound, c_up)))
+    return out
 
 
 def _search(evaluated, cols, same_block: bool, cross_block: bool, up) -> dict:
@@ -343,7 +427,8 @@ def _evaluate(lanes: KernelLanes, fn, node: Node, up):
     lanes.used_params = set()
     try:
         p, width = lanes.lvalue(node)
-        params = bool(lanes.used_params - lanes.bound.keys())
+        counted = _COUNTER in lanes.used_params
+        params = bool(lanes.used_params - lanes.bound.keys() - {_COUNTER})
         if p.dims or p.space != "global":
             return None
         uniform = not (lanes.used_tid & {"x", "y", "z"})
@@ -353,7 +438,7 @@ def _evaluate(lanes: KernelLanes, fn, node: Node, up):
     except (RecursionError, OverflowError, ValueError, TypeError, AttributeError):
         return None
     offsets = [o if a else None for o, a in zip(p.offset, act)]
-    if params and not _scales_threads(p.offset, lanes.cols):
+    if params and not counted and not _scales_threads(p.offset, lanes.cols):
         params = False          # an offset added to every thread: exact in every sample
     return offsets, width, params, p.region, uniform
 
