@@ -44,16 +44,15 @@ JUDGED = {
     "cooperative_groups/fail/divergence_thread_block":
         "flagged with strict CL106: the threads that skip synchronize(t) exit",
     "cooperative_groups/fail/divergence_grid_group":
-        "miss: a grid barrier the exiting threads skip; CL106 counts block barriers only",
+        "flagged with strict CL106: a grid barrier the odd threads skip and exit",
     "cooperative_groups/fail/block_divergence_grid_group":
         "not applicable: whole blocks skip a grid barrier (a cooperative launch hangs); "
         "the rules model one block",
-    "fail_tests/shared_int": "miss: CL107 runs a __shared__ scalar declared in the kernel "
-                             "as a local",
-    "pointertests/cast": "miss: a shared array stored through a cast "
-                         "((unsigned int *)x)[i] = threadIdx.x, not followed by CL107",
-    "misc/fail/miscfail3": "miss: A[tid + offset] in a device function; the lane engine "
-                           "reads kernel bodies (the same lines in the kernel: CL108)",
+    "fail_tests/shared_int": "flagged: CL107, a __shared__ int of the kernel, thread ids",
+    "pointertests/cast": "flagged: CL107, ((unsigned int *)x)[i] = threadIdx.x",
+    "misc/fail/miscfail3": "miss: `#define tid threadIdx.x` (an object-like macro for an "
+                           "expression) is not expanded; written out, CL108 flags "
+                           "A[tid] += A[tid + offset] in the device function",
     "misc/fail/miscfail4": "miss: as miscfail3",
     "param_values/value_causing_race": "not applicable: races only for x = 185 exactly",
     "pointeranalysistests/testbasicaliasing":
