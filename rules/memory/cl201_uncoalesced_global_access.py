@@ -4,7 +4,7 @@ from cudalint.analysis.memory.figures import (SECTOR, block_line_metrics, coales
 from cudalint.analysis.memory.hot_path import HotPath
 from cudalint.analysis.memory.lane_values import PARAM_SAMPLES
 from cudalint.analysis.memory.lanes import LaneAnalysis
-from cudalint.analysis.memory.loops import hot, whole_record_loop
+from cudalint.analysis.memory.loops import hot, row_walk_loop, whole_record_loop
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.analysis.memory.siblings import SiblingGroup, access_row, group_siblings
 from cudalint.analysis.memory.siblings import direction as _direction
@@ -74,6 +74,10 @@ class UncoalescedGlobalAccess(Rule):
 
     Flagged at `coalescing-threshold` (default 2.0) times the ideal or more: a misaligned
     unit-stride access (5 sectors instead of 4) is not worth a warning. (Revised
+    2026-11-24, third triage of issue 20) Nor is one of 1-byte lanes, whose only
+    extra sector is the base alignment's (PyTorch-Encoding's `mask[i + 1 + b * n]`: 2
+    sectors for an ideal 1, the neighbouring warp using the other bytes): an access
+    whose lane stride equals its width is never reported. (Revised
     2026-11-24) A default finding also needs wasted traffic over the kernel: bytes the
     warp fetches that no access of the kernel uses, one sector's worth or more at the
     best base alignment (one field of a record, a column walk; the access and every
@@ -125,7 +129,21 @@ class UncoalescedGlobalAccess(Rule):
     whole across the k loop. Stores of records written whole in the hot loop stay
     reported: a store-only kernel writing 96-byte records lane by lane ran at 265 GB/s
     against 3130 GB/s for SoA. `report_whole_records` (tests, not a user setting)
-    reports them all.
+    reports them all. (Revised 2026-11-24, third triage of issue 20) A row a thread walks
+    across a loop with a run-time or data-dependent trip count (`for (k = 1; k <=
+    total_pts; k++) ... row[k]`, the count loaded from memory), or writes element by
+    element (`for (l = 0; l < nsample; ++l) idx[l] = k`), is reported as a row walk, not
+    as "bytes no access uses": the rest of each sector is the next iterations'
+    elements. When the row length is a parameter, the message names the parameter's
+    values on each side of the measured line ("rows of 32 floats or more (`K` >= 11
+    here) ... rows of 9 floats or fewer (`K` <= 3) ran as fast") instead of quoting "9
+    floats or fewer cost nothing" beside a figure for rows of 9 floats, and the remedy
+    is the row one (store the rows column-major, or stage them through shared memory),
+    not a record count at the parameter's smallest value. A guard on a loop counter
+    against a parameter (`if (base + k < K)`) no longer hides the walk: a condition that
+    shuts every lane out in every sample of the parameter is taken to hold, like any
+    bound on a uniform unknown (bitsandbytes' 4-bit GEMV tail, each lane reading its
+    32 elements across unrolled `k` and `i` loops, was said to use 128 of 1024 bytes).
 
     (Revised 2026-11-24, issue 20: the hot path) An access is not a default finding
     when fewer loops with a run-time trip count enclose it than enclose some global
@@ -250,6 +268,11 @@ class UncoalescedGlobalAccess(Rule):
             if fig is None or fig["sectors_per_request"] < threshold * \
                     fig["ideal_sectors_per_request"] or not_for_modern_cuda(access.node, ctx):
                 continue
+            if abs(fig.get("stride_bytes") or 0) == access.width:
+                # consecutive lanes, consecutive elements: only the base alignment puts
+                # the warp across one more sector (1-byte lanes at `mask[i + 1]`: 2
+                # sectors for an ideal 1), and the neighbouring warp uses that sector
+                continue
             flagged.append((access, fig.get("stride_bytes", fig.get("x_stride_bytes")), fig))
         # figures stay per access (the GPU measures each one); the fields of one record
         # accessed one after another are reported once, at the first of them
@@ -324,6 +347,11 @@ class UncoalescedGlobalAccess(Rule):
                 "neighbouring elements"
             siblings = f" and {n} more {what} to {records}{_rows_text(rows)}"
         remedy = _group_remedy(access, group) if group.siblings else None
+        if waste is not None and waste.get("wasted") == "row_walk":
+            verb = "write" if kind == "store" else "read"
+            remedy = (f"store the rows column-major (element k of every row side by side) "
+                      f"so that consecutive lanes {verb} consecutive elements, or stage the "
+                      f"block's rows through shared memory")
         if remedy is None:
             if by is not None and "stride_bytes_per_unit" in fig:
                 # the stride at the values the figure holds for
@@ -357,6 +385,35 @@ _MEASURED_FIELD = ("measured on an H100: one field of 12-byte records moves 3.0x
 _MEASURED_ROW_WALK = ("measured on an H100, rows of 32 floats or more walked this way run "
                       "2.4-2.8x slower than a column-major layout where lanes read "
                       "neighbouring elements, rows of 9 floats or fewer cost nothing")
+# the store-only kernel of the first triage (cl201_record_store_{aos,soa}_GBps in bench/triage/
+# gpu/results-2026-11-24/timings.txt): 96-byte records written lane by lane vs SoA
+_MEASURED_ROW_STORE = ("measured on an H100, a store-only kernel writing 96-byte rows "
+                       "this way ran at 265 GB/s against 3130 GB/s column-major; behind "
+                       "a loop that does the work the stores may cost little: profile first")
+
+
+def _row_walk_measure(fig: dict) -> str:
+    """The row-walk measurement, said of the rows this finding is about: a row length
+    given by a parameter gets the parameter's values on each side of the measured line
+    (``K`` >= 11 for rows of 12 * ``K`` bytes), so the message never quotes "9 floats or
+    fewer cost nothing" beside a figure for rows of 9 floats without saying which."""
+    per, off = fig.get("stride_bytes_per_unit"), fig.get("stride_bytes_offset")
+    by = fig.get("by_value")
+    if by is not None and per:
+        name = f"`{by['param']}`"
+        long_from = max(-(-(128 - off) // per), by["from"])
+        short_to = (SHORT_RECORD_BYTES - off) // per
+        short = (f"; rows of 9 floats or fewer ({name} <= {short_to}) ran as fast"
+                 if short_to >= by["from"] else "")
+        return (f"measured on an H100, rows of 32 floats or more ({name} >= {long_from} "
+                f"here) walked this way run 2.4-2.8x slower than a column-major layout "
+                f"where lanes read neighbouring elements{short}")
+    stride = fig.get("stride_bytes")
+    if stride is not None and SHORT_RECORD_BYTES < stride < 128:
+        return (f"rows of {stride} bytes here; measured on an H100, rows of 9 floats or "
+                f"fewer walked this way ran as fast as a column-major layout and rows of "
+                f"32 floats or more 2.4-2.8x slower: in between nothing was measured")
+    return _MEASURED_ROW_WALK
 _MEASURED_REREAD = ("records read whole once cost what structure-of-arrays costs; a "
                     "farthest-point-sampling loop re-reading them gained 12% from SoA, a "
                     "plain re-read loop measured within 1% on an H100: profile first")
@@ -368,19 +425,33 @@ def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
     pointer, up to one (``fetched_and_used``), and no loop reads them again
     (``rereading_loop``)."""
     access, fig = group.first, group.payload[0]
-    walk = whole_record_loop(access, max(group.offsets) - min(group.offsets) + access.width) \
-        if _direction(access) == "load" else None
+    span = max(group.offsets) - min(group.offsets) + access.width
+    direction = _direction(access)
+    walk = whole_record_loop(access, span) if direction == "load" else None
+    fetched, used = fetched_and_used(access, [a for a in accesses if a.space == "global"],
+                                     large_value_samples(fig))
+    if walk is None and direction in ("load", "store") and fetched - used >= SECTOR:
+        # a row walked as far as a run-time or data-dependent count takes it, or a row
+        # written element by element: the rest of each fetched sector is the next
+        # iterations' elements, so "bytes no access uses" would be false
+        walk = row_walk_loop(access, span, large_value_samples(fig))
+        # how far: the loop's count, which need not be the row's length
+        part = "" if walk is None else " as far as the loop's count takes it"
+    else:
+        part = ""
     if walk is not None:
-        # the thread reads its row whole across the loop: no byte is wasted, the cost is
-        # L1 throughput on rows longer than SHORT_RECORD_BYTES
+        # the thread walks its row across the loop: no byte is wasted, the cost is
+        # L1 throughput on rows longer than SHORT_RECORD_BYTES (stores: write rate)
         row = ctx.unit.file.position(ctx.unit.file_offset(walk.start_byte))[0] \
             if _mappable(ctx, walk) else None
         at = f" at line {row}" if row is not None else ""
+        if direction == "store":
+            return {"wasted": "row_walk", "loop_line": row,
+                    "text": f"each thread writes its own row across the loop{at}{part}: "
+                            f"{_MEASURED_ROW_STORE}"}
         return {"wasted": "row_walk", "loop_line": row,
-                "text": f"each thread walks its own row across the loop{at}: "
-                        f"{_MEASURED_ROW_WALK}"}
-    fetched, used = fetched_and_used(access, [a for a in accesses if a.space == "global"],
-                                     large_value_samples(fig))
+                "text": f"each thread walks its own row across the loop{at}{part}: "
+                        f"{_row_walk_measure(fig)}"}
     if fetched - used >= SECTOR or not fetched:
         verb = {"store": "writes", "load": "reads"}.get(_direction(access), "accesses")
         return {"wasted": "unused_bytes", "warp_fetched_bytes": fetched,

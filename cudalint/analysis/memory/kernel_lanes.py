@@ -655,9 +655,14 @@ class KernelLanes:
         except BaseException:
             self.used_tid = saved | self.used_tid
             raise
+        sampled = UNKNOWN in self.used_tid
         self.used_tid = saved
-        # depends on a uniform symbol (a bound such as n): assume it holds
-        mask = vec if _sample_invariant(vec) else None
+        # depends on a uniform symbol (a bound such as n): assume it holds. With a loop
+        # counter held at a later value (counter walks), a bound that shuts out every
+        # lane in every sample (``base + k < K``, the samples of K all below the lanes'
+        # base) is the samples' size, not a condition on the thread: assume it holds too
+        shut = sampled and bool(self.counters) and not any(vec)
+        mask = vec if _sample_invariant(vec) and not shut else None
         self._conditions[cond.id] = (mask, frozenset())
         return mask
 

@@ -18,7 +18,7 @@ from tree_sitter import Node
 
 from cudalint.analysis.memory.figures import Access
 from cudalint.analysis.memory.kernel_lanes import _declared
-from cudalint.analysis.memory.lane_values import WARP
+from cudalint.analysis.memory.lane_values import N_SAMPLES, WARP
 from cudalint.parse import captures, text
 
 
@@ -126,12 +126,14 @@ _UNROLL = re.compile(r"#\s*pragma\s+unroll\b")
 UNROLLED_TRIP = 128
 
 
-def counted_loop(int_values, loop: Node) -> CountedLoop | None:
+def counted_loop(int_values, loop: Node, open_stop: bool = False) -> CountedLoop | None:
     """The loop as a counted loop with a counter declared in its header, stepping by
     one, or None (``int_values``: an access's, see ``Access``). A decreasing loop
     (``for (int c = hi; c >= lo; --c)``) runs the same counter values as the increasing
     one from ``lo`` up to ``hi`` (torchsparse's unrolled coordinate loops): it is read as
-    that one, ``start`` its lowest value."""
+    that one, ``start`` its lowest value. ``open_stop``: a bound the engine cannot
+    evaluate (a count loaded from memory) gives ``stop`` () and ``trip`` None instead
+    of None."""
     if loop.type != "for_statement" or int_values is None:
         return None
     down = _down_range(int_values, loop)
@@ -158,6 +160,8 @@ def counted_loop(int_values, loop: Node) -> CountedLoop | None:
         return None
     start = int_values(declared[0][3])
     stop = int_values(cond.child_by_field_name("right"))
+    if stop is None and open_stop and start is not None and len(set(start)) == 1:
+        return CountedLoop(loop, init, start[0], (), None, False)
     if start is None or stop is None or len(set(start)) != 1:
         return None
     if text(cond.child_by_field_name("operator")) == "<=":
@@ -311,6 +315,38 @@ def whole_record_loop(access: Access, span: int | None = None,
                 return None
             ok = True
         return loop if ok else None
+    return None
+
+
+def row_walk_loop(access: Access, span: int, samples: set[int] | None = None) -> Node | None:
+    """A loop with a run-time trip count around the access whose counter moves each
+    lane's address by ``span``
+    bytes (the bytes the access and its siblings cover), less than the distance between
+    neighbouring lanes, the same step for every lane of every warp and sample: each
+    thread walks its own row across the loop's iterations, however far its trip count
+    (a run-time or data-dependent bound included: roiaware's ``for (k = 1; k <=
+    total_pts; k++) ... pts_idx_of_voxels[k]``), so the bytes a request fetches beyond
+    this iteration's element are the next iterations' elements, not waste. ``samples``:
+    only these samples of the unknowns (a figure that holds for large values of a
+    parameter: at a row length of 1 the lanes are neighbours)."""
+    if access.kernel.body is None or access.reevaluate is None:
+        return None
+    for loop in loops_around(access.node, loop_nodes(access.kernel.body)):
+        counted = counted_loop(access.int_values, loop, open_stop=True)
+        if counted is None or counted.trip is not None:
+            continue                    # a constant trip: counter_walk counts its bytes
+        got = counter_step(access, counted)
+        if got is None or got[1] != span:
+            continue
+        strides = set()
+        nw = max(1, len(got[0].groups) // N_SAMPLES)
+        for g, row in enumerate(got[0].groups):
+            if samples is not None and g // nw not in samples:
+                continue
+            live = [x for x in row if x is not None]
+            strides.update(b - a for a, b in zip(live, live[1:]))
+        if strides and min(strides) > span:
+            return loop
     return None
 
 
