@@ -22,6 +22,7 @@ from cudalint.sources.python.apis import BUILTIN, CompileApi
 from cudalint.sources.python.files import segments
 from cudalint.sources.python.launches import LaunchReader
 from cudalint.sources.python.mapping import MStr
+from cudalint.sources.python.modules import called_elsewhere
 from cudalint.sources.python.resolve import Extractor, Scope
 from cudalint.sources.python.snippets import Snippets, arg
 from cudalint.sources.python.units import (OPAQUE_PREFIX, EmbeddedKernel, PyLaunch, PyOption,
@@ -52,10 +53,13 @@ def _from_parameters(fn: ast.FunctionDef, call: ast.Call) -> bool:
     uses: dict[str, set[str]] = {}
     for n in ast.walk(fn):
         targets = n.targets if isinstance(n, ast.Assign) else \
-            [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else []
-        if not targets or getattr(n, "value", None) is None:
+            [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For,
+                                         ast.comprehension)) else []
+        value = n.iter if isinstance(n, (ast.For, ast.comprehension)) else \
+            getattr(n, "value", None)
+        if not targets or value is None:
             continue
-        names = {m.id for m in ast.walk(n.value) if isinstance(m, ast.Name)}
+        names = {m.id for m in ast.walk(value) if isinstance(m, ast.Name)}
         for t in targets:
             for m in ast.walk(t):
                 if isinstance(m, ast.Name):
@@ -86,6 +90,23 @@ def _returned_name(fn: ast.FunctionDef, ex: Extractor, scope) -> str | None:
     return None
 
 
+_OPAQUE_TOKEN = re.compile(re.escape(OPAQUE_PREFIX) + r"\d+__")
+
+
+def _known(text: str) -> bool:
+    """Does a kernel's text hold anything but opaque values and punctuation?"""
+    return OPAQUE_PREFIX not in text or any(c.isalnum() for c in _OPAQUE_TOKEN.sub("", text))
+
+
+def _callee(func: ast.expr) -> str | None:
+    """``f`` or ``M.f``: how a call names a function of another module of the project."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}"
+    return None
+
+
 def _class_of(scope: Scope | None) -> ast.AST | None:
     while scope is not None and not isinstance(scope.node, ast.ClassDef):
         scope = scope.parent
@@ -101,8 +122,9 @@ class Collector(LaunchReader, Snippets):
 
     def __init__(self, text: str, tree: ast.Module, result: PythonExtraction,
                  apis: dict[str, CompileApi] | None = None, filename: str = "",
-                 wrappers: dict | None = None):
+                 wrappers: dict | None = None, words: tuple[str, ...] = ()):
         self.apis = {**BUILTIN, **(apis or {})}
+        self.words = words          # the signal words of extract.py (modules.load)
         # functions imported from the project's own modules that may compile CUDA
         # (modules.py): name -> (module, def); a call of one is a compile call
         self.wrappers = wrappers or {}
@@ -141,9 +163,9 @@ class Collector(LaunchReader, Snippets):
                 for sub in ast.walk(node):
                     if isinstance(sub, ast.Call):
                         api = self.api_of(sub.func)
-                        if api is None and isinstance(sub.func, ast.Name) and \
-                                sub.func.id in self.wrappers:
-                            api = self.wrapper_api(sub)
+                        key = _callee(sub.func) if api is None else None
+                        if key in self.wrappers:
+                            api = self.wrapper_api(sub, key)
                         if api is not None:
                             self.calls.append((sub, api, scope))
         self.calls.sort(key=lambda c: (c[0].lineno, c[0].col_offset))
@@ -166,12 +188,16 @@ class Collector(LaunchReader, Snippets):
                     found = self.through_callers(call, api, scope) or found
             except RecursionError:
                 found, self.ex.why = [], "expressions nested too deeply"
+            if found and not any(_known(k.text) for k in found):
+                # nothing of the text is known (a parameter passed on whole): not read
+                found = []
+                self.ex.fail(f"the source is {', '.join(sorted(set(self.ex.opaque.origins.values())))[:60] or 'unknown'}, known only when the program runs")
             if found:
                 self.result.kernels.extend(found)
             elif self.ex.why in (_LOADS, _NO_SOURCE):
                 cs, ce = self.ex.span(call)
                 self.result.not_compiled.append(Unread(cs, ce, api.label, self.ex.why))
-            elif self.is_wrapper_body(scope):
+            elif self.is_wrapper_body(scope, call):
                 cs, ce = self.ex.span(call)
                 self.result.wrappers.append(Unread(cs, ce, api.label, self.reason()))
             else:
@@ -220,24 +246,35 @@ class Collector(LaunchReader, Snippets):
             f"{why} (and no call of `{fn.name}` in this module passes known values)"
         return out
 
-    def is_wrapper_body(self, scope: Scope | None) -> bool:
-        """The call compiles what the caller of its function passes (the reason it was
-        not read is a parameter of that function), and no call of it in this module
-        passes anything: its kernels are read at the calls in
-        the project's other modules (through_wrapper there), or the function is itself
-        an entry of the API table (chainer's ``cuda.elementwise`` in its own module)."""
+    def is_wrapper_body(self, scope: Scope | None, call: ast.Call) -> bool:
+        """The call compiles what the caller of its function passes, and no call of it
+        in this module passes anything: its kernels are read at the calls in the
+        project's other modules (through_wrapper there), or the function is itself an
+        entry of the API table (chainer's ``cuda.elementwise`` in its own module). Its
+        arguments depend on the function's parameters (or the reason it was not read is
+        one) and another module of the package calls it (pyinn's ``load_kernel``,
+        cupyx's ``_filters_core._generate_nd_kernel(...)``): each such call is a compile
+        call of its own, read or listed with its reason."""
         fn = scope.node if scope is not None else None
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
-                f"is a parameter of `{fn.name}`" not in (self.ex.why or "") or \
-                scope.parent is None or not isinstance(scope.parent.node, ast.Module):
+                scope.parent is None or not isinstance(scope.parent.node, ast.Module) or \
+                id(call) in self.derived:
+            # a call of another module's wrapper is not an API call that the calls of
+            # this function elsewhere would be read through (wrapper_api): it stays listed
             return False
-        return fn.name in self.local or not self.call_sites(fn.name, False)
+        if fn.name in self.local and f"is a parameter of `{fn.name}`" in (self.ex.why or ""):
+            return True
+        # a function nobody in the project calls: its call stays listed
+        return not self.call_sites(fn.name, False) and \
+            (f"is a parameter of `{fn.name}`" in (self.ex.why or "") or
+             _from_parameters(fn, call)) and \
+            called_elsewhere(self.ex.filename, fn.name, self.words)
 
-    def wrapper_api(self, call: ast.Call) -> CompileApi | None:
-        """The compile call inside an imported function of the project, if it has one:
-        the call of that function is then a compile call (modules.py)."""
-        assert isinstance(call.func, ast.Name)
-        mod, fn = self.wrappers[call.func.id]
+    def wrapper_api(self, call: ast.Call, key: str) -> CompileApi | None:
+        """The compile call inside an imported function of the project (``f(...)`` or
+        ``M.f(...)``), if it has one: the call of that function is then a compile call
+        (modules.py)."""
+        mod, fn = self.wrappers[key]
         for sub in ast.walk(fn):
             if isinstance(sub, ast.Call):
                 api = self.apis.get(self.ex.qualname(sub.func) or "")

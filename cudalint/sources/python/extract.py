@@ -66,7 +66,7 @@ def extract_python_units(text: str, filename: str = "<python>",
                              "kernel strings in it were not analysed"))
         return result
     try:
-        Collector(text, tree, result, apis, filename, wrappers).run()
+        Collector(text, tree, result, apis, filename, wrappers, words).run()
     except RecursionError:
         result.notes.append((0, "Python expressions nested too deeply; kernel strings in "
                              "this file were not analysed"))

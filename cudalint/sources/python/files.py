@@ -46,10 +46,12 @@ class FileReads:
         if depth > 16:
             return None
         if isinstance(expr, ast.Name) and expr.id == "__file__":
-            if not self.filename or self.filename.startswith("<"):
+            # in another module of the project (modules.py), that module's file
+            where = getattr(expr, "_cl_path", None) or self.filename
+            if not where or where.startswith("<"):
                 return None
             try:
-                return str(Path(self.filename).resolve())
+                return str(Path(where).resolve())
             except (OSError, RuntimeError, ValueError):
                 return None
         if isinstance(expr, ast.Constant) and isinstance(expr.value, str):

@@ -245,6 +245,15 @@ class Flow:
                 return found[1][0].value, found[0]
             return None
         if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and \
+                fn.value.id not in ("self", "cls"):      # M.f: a function of a module
+            saved = self.why
+            found = self.attribute_lookup(fn, scope, 0)   # of the project (imports.py)
+            self.why = saved
+            if found is not None and len(found[1]) == 1 and isinstance(
+                    found[1][0].value, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return found[1][0].value, found[0]
+            return None
+        if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and \
                 fn.value.id in ("self", "cls"):
             s = scope
             while s is not None and not isinstance(s.node, ast.ClassDef):

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 
 from cudalint.sources.python.files import FileReads
 from cudalint.sources.python.flow import Flow, expression_origin
+from cudalint.sources.python.imports import ImportedValues
 from cudalint.sources.python.mapping import MStr, Scanner, format_field_end
 from cudalint.sources.python.scopes import Binding, Scope, branch_chains, one_block
 from cudalint.sources.python.units import OPAQUE_PREFIX
@@ -57,7 +58,7 @@ class _Opaque:
 # the extractor
 
 
-class Extractor(Flow, FileReads):
+class Extractor(Flow, FileReads, ImportedValues):
     def __init__(self, text: str, filename: str = ""):
         self.text = text
         self.filename = filename
@@ -71,6 +72,7 @@ class Extractor(Flow, FileReads):
         self.fn_scopes: dict[tuple[int, int], Scope] = {}   # inlined functions' bodies
         self.steps = 0                        # string() calls for the current call
         self._literals: dict[int, MStr | None] = {}   # a loop reads one literal often
+        self._foreign_scanners: dict[str, tuple] = {}  # imports.py
         # (id(scope), name) -> (expression, its scope): arguments of an inlined call,
         # the current element of an unrolled loop
         self.bound: dict[tuple[int, str], tuple[ast.expr, Scope | None]] = {}
@@ -167,6 +169,9 @@ class Extractor(Flow, FileReads):
                 last_plain = max((k for k, b in enumerate(cands) if not b.aug), default=-1)
                 imported = cands[last_plain].value if last_plain >= 0 else None
                 if isinstance(imported, (ast.Import, ast.ImportFrom)):
+                    got = self.foreign_lookup(name, imported, scope, depth)  # imports.py
+                    if got is not None:
+                        return got
                     where = "." * getattr(imported, "level", 0) + (
                         getattr(imported, "module", None) or "")
                     self.fail(f"`{name}` is imported{f' from `{where}`' if where else ''} "
@@ -235,9 +240,12 @@ class Extractor(Flow, FileReads):
             return None
         if isinstance(expr, ast.JoinedStr):
             return self.fstring(expr, scope, depth)
-        if isinstance(expr, ast.Name):
-            found = self.lookup(expr.id, scope, expr.lineno, depth)
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            found = self.lookup(expr.id, scope, expr.lineno, depth) \
+                if isinstance(expr, ast.Name) else self.attribute_lookup(expr, scope, depth)
             if found is None:
+                if isinstance(expr, ast.Attribute):
+                    self.fail("an attribute expression is not followed")
                 return None
             owner, binds = found
             vals: list[MStr] = []
@@ -357,14 +365,13 @@ class Extractor(Flow, FileReads):
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
             v = self.const(expr.operand, scope, depth + 1)
             return -v if isinstance(v, (int, float)) else None
-        if isinstance(expr, ast.Name):
-            found = self.lookup(expr.id, scope, expr.lineno, depth)
-            if found is None:
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            found = self.lookup(expr.id, scope, expr.lineno, depth) \
+                if isinstance(expr, ast.Name) else self.attribute_lookup(expr, scope, depth)
+            if found is not None and len(found[1]) == 1:
+                return self.const(found[1][0].value, found[0], depth + 1)
+            if isinstance(expr, ast.Name):
                 return None
-            owner, binds = found
-            if len(binds) != 1:
-                return None
-            return self.const(binds[0].value, owner, depth + 1)
         if isinstance(expr, ast.BinOp):
             a = self.const(expr.left, scope, depth + 1)
             b = self.const(expr.right, scope, depth + 1)
@@ -446,14 +453,14 @@ class Extractor(Flow, FileReads):
     # -- literal forms ------------------------------------------------------------------
 
     def literal(self, node: ast.Constant) -> MStr | None:
+        if getattr(node, "_cl_foreign", False):     # written in another module
+            return self.foreign_literal(node)       # (its place is recorded each time)
         got = self._literals.get(id(node))
         if got is None:
             got = self._literals[id(node)] = self._literal(node)
         return got
 
     def _literal(self, node: ast.Constant) -> MStr | None:
-        if getattr(node, "_cl_foreign", False):     # written in another module
-            return MStr.synthetic(node.value)
         s, e = self.span(node)
         try:
             out = MStr()

@@ -1,0 +1,130 @@
+"""Issue 21: kernels a Python file compiles through the project's other modules: a
+wrapper called as ``M.f(...)``, text constants and helpers imported from another module,
+and the wrapper body that such calls make of the compile call inside ``M``."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cudalint.config import Settings
+from cudalint.engine import lint_text
+from cudalint.sources.python.extract import extract_python_units
+from fixture_support import FIXTURES, expectations
+
+
+def _lint(path, codes):
+    text = path.read_text(encoding="utf-8")
+    return lint_text(str(path), text, replace(Settings(), select=tuple(codes)), "python")
+
+
+def _extract(path):
+    return extract_python_units(path.read_text(encoding="utf-8"), str(path))
+
+
+def test_module_attribute_wrapper_reports_at_the_callers_literal():
+    """``build.load_kernel(...)`` (from pkg import M) and ``kb.load_kernel(...)``
+    (import pkg.M as kb): the wrapper's parameters are bound to the call's arguments,
+    the finding is at the exact column of the caller's literal, the launch block is
+    read; ``build.describe(...)`` compiles nothing and stays silent."""
+    path = FIXTURES / "CL104" / "python_module_wrapper.py"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    expect, _ = expectations(path)
+    got = {(d.row, d.column) for d in _lint(path, ["CL104"]).diagnostics}
+    assert got == {(row, lines[row - 1].index("__shfl_down(") + 1) for row in expect}
+    assert len(got) == 2
+    ex = _extract(path)
+    assert [(k.name, [la.block for la in k.launches]) for k in ex.kernels] == [
+        ("shift_float", [(128, 1, 1)]), ("twice", [])]
+    assert not ex.unread
+
+
+def test_module_attribute_wrapper_with_unknown_source_is_listed(tmp_path):
+    """Nothing unread in silence: an ``M.f(...)`` wrapper call whose source is not known
+    is a compile call listed with its reason; the call inside ``M`` is then a wrapper
+    body (its kernels are read at the calls), not a second unread call."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "gen.py").write_text(
+        "import cupy\n"
+        "def make(ndim):\n"
+        "    code = ''\n"
+        "    for i in range(ndim):\n"
+        "        code += 'x[%d] = 0;' % i\n"
+        "    return cupy.ElementwiseKernel('T x', 'T y', code, 'k')\n")
+    use = pkg / "use.py"
+    use.write_text("from pkg import gen\n"
+                   "def run(x):\n"
+                   "    return gen.make(x.ndim)(x)\n")
+    ex = extract_python_units(use.read_text(), str(use))
+    assert not ex.kernels and [u.api for u in ex.unread] == ["make (cupy.ElementwiseKernel)"]
+    inner = extract_python_units((pkg / "gen.py").read_text(), str(pkg / "gen.py"))
+    assert not inner.unread and len(inner.wrappers) == 1
+    # with no caller in the package, the same call is listed as not analysed
+    use.unlink()
+    inner = extract_python_units((pkg / "gen.py").read_text(), str(pkg / "gen.py"))
+    assert len(inner.unread) == 1 and not inner.wrappers
+
+
+def test_a_wrapper_called_only_through_another_wrapper_stays_listed(tmp_path):
+    """A function that calls another module's wrapper is not itself read at its callers
+    (wrapper_api looks for API calls): its own call of the wrapper stays listed."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core.py").write_text(
+        "import cupy\n"
+        "def build(code):\n"
+        "    if code.startswith('x'):\n"
+        "        code = code + ';'\n"
+        "    return cupy.RawKernel(code, 'k')\n")
+    (pkg / "mid.py").write_text(
+        "from pkg import core\n"
+        "def mid(code):\n"
+        "    return core.build(code)\n")
+    (pkg / "top.py").write_text("from pkg import mid\nk = mid.mid(src)\n")
+    ex = extract_python_units((pkg / "mid.py").read_text(), str(pkg / "mid.py"))
+    assert len(ex.unread) == 1 and not ex.wrappers
+
+
+def test_imported_text_constants_are_read_and_name_their_place():
+    """``from M import SRC``, ``M.SRC`` and ``M.helper(...)``: read through the other
+    module's bindings; the finding is at the compile call, and for text written in M
+    its message names the line and column there; a name M does not define is listed
+    with its reason."""
+    path = FIXTURES / "CL104" / "python_imported_text.py"
+    found = _lint(path, ["CL104"]).diagnostics
+    expect, _ = expectations(path)
+    assert {d.row for d in found} == set(expect) and {d.column for d in found} == {5}
+    note = "(in `kernel_lib/sources.py` at line 7, column 22, read by this call)"
+    assert [d.message.endswith(note) for d in found] == [True, True, False]
+    ex = _extract(path)
+    assert [u.reason for u in ex.unread] == [
+        "`sources.MISSING`: its module defines no `MISSING`"]
+
+
+def test_imported_text_look_alikes(tmp_path):
+    """A name imported from a package that is not a file of the project (cupy) or bound
+    in the module at run time stays unread with its reason; an int constant imported
+    from another module fills a placeholder."""
+    (tmp_path / "consts.py").write_text("import os\nBLOCK = 128\nSRC = os.environ['K']\n")
+    use = tmp_path / "use.py"
+    use.write_text(
+        "import cupy\n"
+        "from consts import BLOCK, SRC\n"
+        "from cupy._core import KERNEL\n"
+        "a = cupy.RawKernel('#define B %d\\n__global__ void k() {}' % BLOCK, 'k')\n"
+        "b = cupy.RawKernel(SRC, 'k')\n"
+        "c = cupy.RawKernel(KERNEL, 'k')\n")
+    ex = extract_python_units(use.read_text(), str(use))
+    assert [k.text.split("\n")[0] for k in ex.kernels] == ["#define B 128"]
+    assert [u.reason.split(" (")[0] for u in ex.unread] == [
+        "a subscript expression is not followed", "`KERNEL` is imported from `cupy._core`"]
+
+
+def test_module_files_are_cache_dependencies():
+    from cudalint.sources.python.modules import python_deps
+    for name, want in (("python_module_wrapper.py", ["__init__.py", "build.py"]),
+                       ("python_imported_text.py", ["__init__.py", "sources.py"])):
+        path = FIXTURES / "CL104" / name
+        _, deps = python_deps(path, path.read_text(encoding="utf-8"))
+        assert sorted(p.rsplit("/", 1)[-1] for p, _ in deps) == want, name
