@@ -142,8 +142,9 @@ class LocalMemoryArray(Rule):
       shared memory per block, the opt-in maximum per architecture)
 
     ## Precision on unseen code
-    Precision on unseen code: 3/3 right (2026-11-24, ea1e6f7; docs/precision.md);
-    earlier 3/4 (2026-11-24, 1d70d04)
+    Precision on unseen code: 0/2 right, none wrong (2026-11-24, a95f04b, 13 projects: 4 KB
+    staging arrays beside an O(n) scan; docs/precision.md); earlier 3/3 (ea1e6f7), 3/4
+    (1d70d04)
 
     """
     code = "CL204"
