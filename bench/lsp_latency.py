@@ -9,15 +9,28 @@ where it is timed too.
     python bench/lsp_latency.py                     # a generated 2,000-line .cu
     python bench/lsp_latency.py --file k.cu         # any file (padded/cut to --lines)
     python bench/lsp_latency.py --debounce 100      # with the editor-facing debounce
+    python bench/lsp_latency.py --lines 60 --edits 5 --repeat 5 \
+        --version base=/tmp/v/base --version now=.  # versions side by side
 
 The debounce is 0 by default here, so the figure is the re-analysis itself (worker
-round trip included). The in-process lint time of the same text, per rule, is printed
+round trip included). The in-process lint time of the same text, per rule, and the CPU
+time of one edit's analysis in process (``incremental.lint_kernel_slice``), are printed
 beside it, to tell the server's overhead from the analysis.
+
+A version is a folder put first on PYTHONPATH (``pip install --no-deps --target DIR``
+of a ``git archive``, as in bench/versions.py), or ``.`` for this tree. With several, the
+servers run alternately (base, now, base, now, ...) so that load on a shared machine
+falls on all alike; each figure is the median over ``--repeat`` servers (edits: over all
+their edits). Start-up depends on byte-compiled modules: an editable tree run with
+PYTHONDONTWRITEBYTECODE compiles every module in each process, an installed one does
+not (run this tree with PYTHONPYCACHEPREFIX set and PYTHONDONTWRITEBYTECODE unset to
+compare like with like).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -178,8 +191,8 @@ def kernel_line(text: str) -> int:
 
 
 async def server_latency(path: Path, text: str, edits: int, debounce: int,
-                         whole: list[float] | None = None, full_delay: int = 400
-                         ) -> list[float]:
+                         whole: list[float] | None = None, full_delay: int = 400,
+                         site: str = ".") -> list[float]:
     client = LanguageClient("bench", "0")
     published: dict[int, float] = {}
     publishes: dict[int, int] = {}
@@ -193,7 +206,10 @@ async def server_latency(path: Path, text: str, edits: int, debounce: int,
             arrived.set()
 
     started = time.perf_counter()
-    await client.start_io(sys.executable, "-m", "cudalint", "server")
+    env = dict(os.environ)
+    if site != ".":
+        env["PYTHONPATH"] = site
+    await client.start_io(sys.executable, "-m", "cudalint", "server", env=env)
     await client.initialize_async(types.InitializeParams(
         capabilities=types.ClientCapabilities(), root_uri=path.parent.as_uri(),
         initialization_options={"debounce": debounce, "fullDelay": full_delay}))
@@ -231,12 +247,34 @@ async def server_latency(path: Path, text: str, edits: int, debounce: int,
             arrived.clear()
             await asyncio.wait_for(arrived.wait(), 600)
         whole.append(time.perf_counter() - sent - full_delay / 1000)
-    if edits == 0:
+    if edits == 0 and whole is not None:
         whole.append(0.0)
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
     return latencies
+
+
+def slice_cpu(text: str, edits: int) -> float:
+    """CPU seconds of one edit's analysis in this process (the fast worker's job), the
+    median over ``edits`` statements typed into the middle kernel as the server sees them."""
+    from cudalint.config import Settings
+    from cudalint.incremental import changed_span, lint_kernel_slice
+    settings = Settings()
+    line = kernel_line(text)
+    rows = text.split("\n")
+    previous = text
+    times = []
+    for k in range(edits + 2):
+        rows.insert(line, f"    float edit{k} = {k}.0f;")
+        new = "\n".join(rows)
+        start, _old_end, new_end = changed_span(previous, new)
+        t = time.process_time()
+        lint_kernel_slice("bench.cu", new, settings, "cuda", start, new_end)
+        if k >= 2:                   # the first two compile what they need
+            times.append(time.process_time() - t)
+        previous = new
+    return statistics.median(times)
 
 
 def main() -> int:
@@ -245,27 +283,46 @@ def main() -> int:
     ap.add_argument("--lines", type=int, default=2000)
     ap.add_argument("--edits", type=int, default=15)
     ap.add_argument("--debounce", type=int, default=0, help="server debounce in ms")
+    ap.add_argument("--version", action="append", default=[], metavar="NAME=DIR",
+                    help="a cudalint to run the server from (DIR first on PYTHONPATH, "
+                         "or . for this tree); repeat to compare")
+    ap.add_argument("--repeat", type=int, default=1, help="servers per version")
     args = ap.parse_args()
+    versions = dict(v.split("=", 1) for v in args.version) or {"this tree": "."}
     text = fit(args.file.read_text(encoding="utf-8", errors="replace") if args.file
                else generated(args.lines), args.lines)
+    runs: dict[str, list[tuple[list[float], list[float]]]] = {k: [] for k in versions}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.cu"
         path.write_text(text, encoding="utf-8")
-        whole: list[float] = []
-        latencies = asyncio.run(server_latency(path, text, args.edits, args.debounce, whole))
-    engine_s, per_rule = in_process(text, 5)
-    ms = sorted(x * 1000 for x in latencies)
+        for _ in range(args.repeat):
+            for name, site in versions.items():
+                whole: list[float] = []
+                latencies = asyncio.run(server_latency(path, text, args.edits,
+                                                       args.debounce, whole, site=site))
+                runs[name].append((latencies, whole))
     source = args.file or "generated kernels"
     print(f"{source}: {text.count(chr(10))} lines, {args.edits} edits, debounce "
-          f"{args.debounce} ms")
-    print(f"server: didChange -> publishDiagnostics median {statistics.median(ms):.0f} ms, "
-          f"p90 {ms[int(0.9 * (len(ms) - 1))]:.0f} ms, min {ms[0]:.0f} ms, max {ms[-1]:.0f} ms")
-    start_ms, open_ms, full_ms = (x * 1000 for x in whole[:3])
-    print(f"server: first diagnostics {open_ms:.0f} ms after didOpen, {start_ms:.0f} ms "
-          f"after the server's start (cold: its imports, the worker, the analysis)")
-    print(f"server: the whole-file analysis once the edits pause (after the 400 ms "
-          f"fullDelay): {full_ms:.0f} ms")
-    print(f"engine alone (in process, median of 5): {engine_s * 1000:.0f} ms")
+          f"{args.debounce} ms, {args.repeat} server(s) per version, "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load "
+          f"{os.getloadavg()[0]:.1f}")
+    for name, got in runs.items():
+        ms = sorted(x * 1000 for lat, _ in got for x in lat)
+        start_ms = statistics.median(w[0] * 1000 for _, w in got)
+        open_ms = [w[1] * 1000 for _, w in got]
+        full_ms = statistics.median(w[2] * 1000 for _, w in got)
+        print(f"[{name}]")
+        print(f"  server: didChange -> publishDiagnostics median "
+              f"{statistics.median(ms):.0f} ms, p90 {ms[int(0.9 * (len(ms) - 1))]:.0f} ms, "
+              f"min {ms[0]:.0f} ms, max {ms[-1]:.0f} ms")
+        print(f"  server: first diagnostics {statistics.median(open_ms):.0f} ms after "
+              f"didOpen (min {min(open_ms):.0f}, max {max(open_ms):.0f}), {start_ms:.0f} ms "
+              f"after the server's start (cold: its imports, the worker, the analysis)")
+        print(f"  server: the whole-file analysis once the edits pause (after the 400 ms "
+              f"fullDelay): {full_ms:.0f} ms")
+    engine_s, per_rule = in_process(text, 5)
+    print(f"this tree, in process: one edit's analysis {slice_cpu(text, 9) * 1000:.0f} ms "
+          f"CPU (median of 9); the whole file {engine_s * 1000:.0f} ms (median of 5)")
     top = sorted(per_rule.items(), key=lambda kv: -kv[1])[:6]
     print("slowest rules: " + ", ".join(f"{code} {t * 1000:.0f} ms" for code, t in top))
     return 0

@@ -227,7 +227,7 @@ def _command(args) -> int:
             print(f"cudalint {__version__}")
             return 0
         if args.command == "server":
-            from cudalint.server.app import serve
+            from cudalint.server.start import serve
             serve()
             return 0
         import gc

@@ -17,6 +17,7 @@ from cudalint import rule_url
 from cudalint.config import Settings
 from cudalint.diagnostics import Diagnostic
 from cudalint.engine import FileResult
+from cudalint.server.forkserver import _context
 
 log = logging.getLogger("cudalint.server")
 
@@ -92,9 +93,8 @@ class Worker:
             return
         if self.use_process:
             try:
-                self._pool = ProcessPoolExecutor(
-                    1, mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_worker_init)
+                self._pool = ProcessPoolExecutor(1, mp_context=_context(),
+                                                 initializer=_worker_init)
                 return
             except Exception as exc:           # no processes here: analyse in a thread
                 log.warning("cudalint: no worker process (%s); analysing in a thread", exc)
