@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from cudalint.diagnostics import Diagnostic, Edit, Fix, edit_rc
 from cudalint.engine import FileResult, lint_text
@@ -39,7 +40,7 @@ class _Function:
     body_end: int
     name: str
     is_kernel: bool
-    words: set[str]
+    words: frozenset[str]
 
 
 def _functions(root, text: str, to_char) -> list[_Function]:
@@ -75,9 +76,18 @@ def _function(node, text: str, to_char) -> _Function | None:
                                               "linkage_specification"):
         outer = to_char(parent.start_byte)
     return _Function(start, end, outer, body_start, body_end, names[-1],
-                     "__global__" in head, set(_WORD.findall(text[start:end])))
+                     "__global__" in head, _words(text[start:end]))
 
 
+# Each keystroke asks again for every function of the file; all but the edited one have
+# the text they had a moment ago (2,000 lines, per edit: the functions 3.2 -> 1.1 ms,
+# the blanking 1.2 -> 0.3 ms with these memos).
+@lru_cache(maxsize=4096)
+def _words(definition: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(definition))
+
+
+@lru_cache(maxsize=4096)
 def _blanked(segment: str) -> str:
     """``segment`` with every character but line breaks turned into a space, except on
     the lines of preprocessor directives (a macro defined in a body stays defined)."""
@@ -106,6 +116,18 @@ def lint_kernel_slice(path: str, text: str, settings, kind: str, changed_start: 
     text), from a slice of the file; None when the edit is not inside one kernel body."""
     if kind != "cuda" or _FILE.search(text):
         return None
+    from cudalint.parse import reuse_trees
+    # the text, and its slice, each differ from the previous keystroke's by the edit:
+    # tree-sitter reparses them from the previous trees (cudalint.parse)
+    reuse_trees(True)
+    try:
+        return _lint_kernel_slice(path, text, settings, kind, changed_start, changed_end)
+    finally:
+        reuse_trees(False)
+
+
+def _lint_kernel_slice(path: str, text: str, settings, kind: str, changed_start: int,
+                       changed_end: int) -> Slice | None:
     from cudalint.parse import parse
     data = text.encode("utf-8", "surrogatepass")
     if len(data) == len(text):
