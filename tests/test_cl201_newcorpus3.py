@@ -146,3 +146,67 @@ def test_row_walk_message_says_which_rows_cost():
     assert "rows of 9 floats or fewer (`K` <= 3) ran as fast" in msg
     assert "records of 9" not in msg and "cost nothing" not in msg
     assert "store the rows column-major" in msg
+
+
+# SASS (nvcc 13.0, -O3 -arch=sm_90, cuobjdump, 2026-11-24): `bwd` has 2 LDG (argmax[0]
+# once, grad_out[0] once); `bwd2`, with an atomicAdd between the two uses, 4 LDG (both
+# reloaded). The roiaware maxpool backward is `bwd`.
+DUP = """
+__global__ void bwd(int nvox, int channels, const int *argmax, const float *grad_out, float *grad_in) {
+    int v = blockIdx.x * blockDim.x + threadIdx.x;
+    int c = blockIdx.y;
+    if (v >= nvox) return;
+    argmax += v * channels + c;
+    grad_out += v * channels + c;
+    if (argmax[0] == -1) return;
+    atomicAdd(grad_in + argmax[0] * channels + c, grad_out[0] * 1);
+}
+__global__ void bwd2(int nvox, int channels, const int *argmax, const float *grad_out, float *grad_in) {
+    int v = blockIdx.x * blockDim.x + threadIdx.x;
+    int c = blockIdx.y;
+    if (v >= nvox) return;
+    argmax += v * channels + c;
+    grad_out += v * channels + c;
+    atomicAdd(grad_in + v, 1.0f);
+    atomicAdd(grad_in + argmax[0] * channels + c, grad_out[0] * 1);
+    atomicAdd(grad_in + argmax[0] * channels + c + 1, grad_out[0] * 2);
+}
+__global__ void bwd3(int nvox, int channels, const int *argmax, float *grad_in, int flag) {
+    int v = blockIdx.x * blockDim.x + threadIdx.x;
+    int c = blockIdx.y;
+    if (v >= nvox) return;
+    argmax += v * channels + c;
+    int a = 0;
+    if (flag) a = argmax[0];
+    grad_in[v] = a + argmax[0];
+}
+void host(const int* a, const float* g, float* gi, int n, int ch) {
+    bwd<<<dim3(n / 256, ch), 256>>>(n, ch, a, g, gi);
+    bwd2<<<dim3(n / 256, ch), 256>>>(n, ch, a, g, gi);
+    bwd3<<<dim3(n / 256, ch), 256>>>(n, ch, a, gi, 1);
+}
+"""
+
+
+def _argmax_rows(kernel: str) -> list[int]:
+    lines = DUP.splitlines()
+    start = next(i for i, ln in enumerate(lines, 1) if f"void {kernel}(" in ln)
+    end = next((i for i, ln in enumerate(lines, 1) if i > start and ln.startswith("__global__")),
+               len(lines) + 1)
+    return [d.row for d in _cl201(DUP) if "argmax[0]" in d.message and start <= d.row < end]
+
+
+def test_a_load_the_compiler_merges_with_an_earlier_one_is_one_finding():
+    assert _argmax_rows("bwd") == [8]           # line 9's argmax[0] is the same register
+
+
+def test_loads_with_an_atomic_between_keep_their_findings():
+    # reported once, with the reload after the atomic named as a second load of the same
+    # element (it was "neighbouring elements", like OpenPCDet interpolate_gpu.cu:169)
+    found = [d for d in _cl201(DUP) if "argmax[0]" in d.message and d.row == 18]
+    assert len(found) == 1
+    assert "and 1 more load of the same element (line 19)" in found[0].message
+
+
+def test_an_earlier_load_under_a_branch_does_not_hide_the_later_one():
+    assert _argmax_rows("bwd3") == [27, 28]

@@ -9,6 +9,7 @@ from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.analysis.memory.siblings import SiblingGroup, access_row, group_siblings
 from cudalint.analysis.memory.siblings import direction as _direction
 from cudalint.analysis.memory.symbolic import coalescing_figures_by_value, large_value_samples
+from cudalint.analysis.memory.repeated_loads import repeated_load
 from cudalint.analysis.memory.traffic import fetched_and_used, rereading_loop
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
@@ -144,6 +145,12 @@ class UncoalescedGlobalAccess(Rule):
     shuts every lane out in every sample of the parameter is taken to hold, like any
     bound on a uniform unknown (bitsandbytes' 4-bit GEMV tail, each lane reading its
     32 elements across unrolled `k` and `i` loops, was said to use 128 of 1024 bytes).
+    A load of the elements an earlier load of the kernel already read, with nothing that
+    may write memory between them and the earlier one on every path to it, issues no
+    request (SASS: roiaware's `if (argmax[0] == -1) return; atomicAdd(grad_in +
+    argmax[0] * C + c, ...)` has one LDG for `argmax`): it is no finding of its own. A
+    reload after an atomic or a store (two LDG) stays a sibling of the first load, named
+    "1 more load of the same element".
 
     (Revised 2026-11-24, issue 20: the hot path) An access is not a default finding
     when fewer loops with a run-time trip count enclose it than enclose some global
@@ -274,6 +281,9 @@ class UncoalescedGlobalAccess(Rule):
                 # sectors for an ideal 1), and the neighbouring warp uses that sector
                 continue
             flagged.append((access, fig.get("stride_bytes", fig.get("x_stride_bytes")), fig))
+        # a load of elements an earlier load of the kernel already holds in a register
+        # issues no request of its own: no finding of its own
+        flagged = [f for f in flagged if repeated_load(f[0], facts.accesses) is None]
         # figures stay per access (the GPU measures each one); the fields of one record
         # accessed one after another are reported once, at the first of them
         hot_path = ctx.analysis(HotPath) if flagged else None
@@ -345,7 +355,12 @@ class UncoalescedGlobalAccess(Rule):
             what = f"{kind}{'s' if n > 1 else ''}"
             records = f"the same {group.stride}-byte records" if group.stride < 128 else \
                 "neighbouring elements"
-            siblings = f" and {n} more {what} to {records}{_rows_text(rows)}"
+            if not any(group.offsets):
+                # the element again, after something that may write it (an atomic, a store
+                # through another pointer): reloaded, not a neighbour
+                records = "the same element"
+            siblings = f" and {n} more {what} {'of' if not any(group.offsets) else 'to'} " \
+                f"{records}{_rows_text(rows)}"
         remedy = _group_remedy(access, group) if group.siblings else None
         if waste is not None and waste.get("wasted") == "row_walk":
             verb = "write" if kind == "store" else "read"

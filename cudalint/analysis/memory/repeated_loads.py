@@ -1,0 +1,127 @@
+"""Loads that issue no memory request of their own (CL201): a second load of the elements an
+earlier load of the kernel already read, on every path to it, with nothing between that may
+write memory, is served from the register the compiler keeps: one LDG in SASS for both
+(roiaware's ``if (argmax[0] == -1) return; atomicAdd(grad_in + argmax[0] * C + c, ...)``,
+nvcc 13 sm_90). A finding for it would count a request the GPU never makes. Read from the
+lane engine's addresses (same pointer, same address in every lane, warp and sample) and the
+kernel's syntax (branches, loops, writes and calls between the two loads)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tree_sitter import Node
+
+from cudalint.parse import text
+
+if TYPE_CHECKING:
+    from cudalint.analysis.memory.figures import Access
+
+_LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
+
+# where a node sits in its parent that makes it run only on some paths (a branch, a loop
+# body, the right operand of && / || / ?:)
+_CONDITIONAL_FIELDS = {
+    "if_statement": ("consequence", "alternative"),
+    "for_statement": ("body", "update"),
+    "while_statement": ("body",),
+    "do_statement": ("body",),
+    "for_range_loop": ("body",),
+    "conditional_expression": ("consequence", "alternative"),
+    "case_statement": (),
+    "switch_statement": ("body",),
+}
+_WRITES = ("assignment_expression", "update_expression", "call_expression", "asm_statement",
+           "gnu_asm_expression")
+
+
+def repeated_load(access: "Access", accesses: list["Access"]) -> "Access | None":
+    """An earlier load of the same elements that the compiler keeps in a register, so that
+    ``access`` issues no memory request of its own: the same pointer and the same address
+    in every lane, warp and sample; the earlier load runs on every path to this one
+    (not under a branch or in a loop this one is outside of), this one is in no loop the
+    earlier one is outside of, and nothing between them may write memory (an assignment
+    through a subscript, pointer or field, an increment, a call -- the calls whose
+    arguments hold the earlier load included, save those that hold ``access`` too). Roiaware's ``if (argmax[0] == -1)
+    return; atomicAdd(grad_in + argmax[0] * C + c, ...)`` loads ``argmax[0]`` once."""
+    if not access.is_load or access.is_store:
+        return None
+    body = access.kernel.body
+    if body is None:
+        return None
+    for other in accesses:
+        if other is access or not other.is_load or other.is_store or \
+                other.kernel is not access.kernel or other.space != access.space or \
+                other.region != access.region or other.width != access.width or \
+                other.node.end_byte > access.node.start_byte or \
+                other.groups != access.groups:
+            continue
+        if _runs_before_on_every_path(other.node, access.node, body) and \
+                not _may_write_between(other.node, access.node, body):
+            return other
+    return None
+
+
+def _ancestors(node: Node, stop: Node) -> list[Node]:
+    out = []
+    cur = node
+    while cur is not None and cur.id != stop.id:
+        out.append(cur)
+        cur = cur.parent
+    return out
+
+
+def _runs_before_on_every_path(first: Node, later: Node, body: Node) -> bool:
+    up_first = _ancestors(first, body)
+    up_later = {n.id for n in _ancestors(later, body)}
+    lca = next((n for n in up_first if n.id in up_later), body)
+    # the first load runs whenever the common statement runs
+    for child in _ancestors(first, lca):
+        parent = child.parent
+        if parent is None or parent.id == lca.id:
+            break
+        if _conditional_child(parent, child):
+            return False
+    # the later one is in no loop below the common statement
+    for child in _ancestors(later, lca):
+        if child.type in _LOOPS:
+            return False
+    return True
+
+
+def _conditional_child(parent: Node, child: Node) -> bool:
+    if parent.type in ("case_statement",):
+        return True
+    fields = _CONDITIONAL_FIELDS.get(parent.type)
+    if fields:
+        return any(f is not None and f.id == child.id
+                   for name in fields for f in parent.children_by_field_name(name))
+    if parent.type == "binary_expression" and \
+            text(parent.child_by_field_name("operator")) in ("&&", "||"):
+        right = parent.child_by_field_name("right")
+        return right is not None and right.id == child.id
+    return False
+
+
+def _may_write_between(first: Node, later: Node, body: Node) -> bool:
+    lo, hi = first.end_byte, later.start_byte
+    around_later = {n.id for n in _ancestors(later, body)}
+    # what holds the first load runs after it (``atomicAdd(p + a[i], v)``), unless it
+    # holds the later one too
+    around_first = {n.id for n in _ancestors(first, body)} - around_later
+    stack = [body]
+    while stack:
+        cur = stack.pop()
+        if cur.end_byte <= lo or cur.start_byte >= hi:
+            continue                    # wholly before or after: runs elsewhere
+        if cur.type in _WRITES and cur.id not in around_later and \
+                (lo <= cur.start_byte < hi or cur.id in around_first):
+            if cur.type != "assignment_expression" and cur.type != "update_expression":
+                return True             # a call, inline asm: may write anything
+            target = cur.child_by_field_name("left") or cur.child_by_field_name("argument")
+            while target is not None and target.type == "parenthesized_expression" and \
+                    target.named_child_count == 1:
+                target = target.named_children[0]
+            if target is None or target.type != "identifier":
+                return True             # through a subscript, pointer or field
+        stack.extend(cur.named_children)
+    return False
