@@ -242,8 +242,9 @@ class UncoalescedGlobalAccess(Rule):
     - CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"
 
     ## Precision on unseen code
-    Precision on unseen code: 18/45 right, 8 wrong (2026-11-24, a95f04b, 13 projects; 7 of
-    the 8 wrong fixed in 7968258; docs/precision.md); earlier 2/3 (ea1e6f7), 6/18 (1d70d04)
+    Precision on unseen code: 18/45 right, 8 wrong (2026-11-24, a95f04b, 13 projects; the 8
+    wrong fixed in 7968258 and 9e19fa6; docs/precision.md); earlier 2/3 (ea1e6f7), 6/18
+    (1d70d04)
 
     """
     code = "CL201"
