@@ -56,7 +56,7 @@ class Conditionals:
     """The unit's ``#if``/``#ifdef`` blocks (an analysis: ``ctx.analysis(Conditionals)``)."""
 
     def __init__(self, ctx):
-        found = ctx.captures("[(preproc_if) (preproc_ifdef)] @c").get("c", [])
+        found = ctx.model.nodes("preproc_conditional")      # the unit's index query
         # outermost first: a block starts before the blocks inside it (or with them, and
         # is then longer)
         self.blocks = sorted(found, key=lambda n: (n.start_byte, -n.end_byte))

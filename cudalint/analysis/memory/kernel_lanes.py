@@ -25,7 +25,7 @@ from cudalint.analysis.memory.lane_values import (BLOCK_IDX_SAMPLES, COUNTER_SAM
 from cudalint.model.instances import bound_type, instance_array
 from cudalint.model.launch_shape import BlockShape
 from cudalint.model.types import VECTOR_COMPONENT as _VECTOR_COMPONENT, StructType, type_size
-from cudalint.parse import captures, text
+from cudalint.parse import text
 from cudalint.analysis.memory.names import self_bump
 
 if TYPE_CHECKING:
@@ -623,7 +623,7 @@ class KernelLanes:
     @cached_property
     def _ifs(self) -> tuple[list[Node], list[int]]:
         body = self.fn.body
-        found = [] if body is None else captures("(if_statement) @i", body).get("i", [])
+        found = [] if body is None else self.fn.nodes_in("if_statement")
         found = [n for n in found if body is None or n.id != body.id]
         return found, [n.start_byte for n in found]
 
