@@ -133,3 +133,23 @@ def text(node: tree_sitter.Node | None) -> str:
     if node is None:
         return ""
     return node.text.decode("utf-8", "replace")
+
+
+def nesting(node: tree_sitter.Node, limit: int) -> int:
+    """How many tree levels lie below ``node`` (its deepest descendant's distance), read
+    with a cursor (no recursion, however deep the tree); stops once past ``limit``.
+    The analyses that walk a body recursively ask this first (issue 25)."""
+    cur = node.walk()
+    d = deepest = 0
+    while True:
+        if cur.goto_first_child():
+            d += 1
+            if d > deepest:
+                deepest = d
+                if d > limit:
+                    return d
+            continue
+        while not cur.goto_next_sibling():
+            if d == 0 or not cur.goto_parent():
+                return deepest
+            d -= 1

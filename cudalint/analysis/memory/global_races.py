@@ -52,13 +52,14 @@ from tree_sitter import Node
 from cudalint.analysis.memory.callee_lanes import CalleeLanes, bind_arguments, device_calls
 from cudalint.analysis.memory.kernel_lanes import KernelLanes
 from cudalint.analysis.memory.lane_values import COUNTER_SAMPLES, N_SAMPLES, Opaque
-from cudalint.analysis.memory.lanes import (_direction, _no_known_block, any_1d_block,
-                                            _one_dimensional, _Parents, launch_bindings)
+from cudalint.analysis.memory.lanes import (MAX_NEST, _direction, _no_known_block,
+                                            any_1d_block, _one_dimensional, _Parents,
+                                            launch_bindings)
 from cudalint.model.instances import Instances
 from cudalint.model.launch_shape import block_shape
 from cudalint.model.types import StructType
 from cudalint.model.types import struct_types as _struct_types
-from cudalint.parse import text
+from cudalint.parse import nesting, text
 
 if TYPE_CHECKING:
     from cudalint.context import UnitContext
@@ -234,7 +235,7 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns, up) -> list[GlobalRace]:
     shape = block_shape(ctx, fn)
     if shape is None and _one_dimensional(fn) and _no_known_block(ctx, fn):
         shape = any_1d_block(fn)
-    if shape is None:
+    if shape is None or nesting(fn.body, MAX_NEST) > MAX_NEST:    # lanes.MAX_NEST
         return []
     body = fn.body.text
     called = {m.group(1).decode() for m in _CALL.finditer(body)}

@@ -48,7 +48,7 @@ from cudalint.model.instances import Instances
 from cudalint.model.launch_shape import BlockShape, block_shape, launch_bounds_threads
 from cudalint.model.types import StructType
 from cudalint.model.types import struct_types as _struct_types
-from cudalint.parse import text
+from cudalint.parse import nesting, text
 
 if TYPE_CHECKING:
     from cudalint.context import UnitContext
@@ -176,6 +176,12 @@ def _launch_constant(ctx, launch, arg: Node) -> int | None:
 MAX_KERNEL_ACCESSES = 1024
 MAX_FILE_ACCESSES = 4096
 _SPENT: "WeakKeyDictionary[object, int]" = WeakKeyDictionary()    # SourceFile -> accesses
+# a kernel or device function whose body nests deeper than this gets no lane figures: the
+# lane values are computed by a recursive walk (about a Python frame a tree level, through
+# up to MAX_CALL_DEPTH callees), and one that went down to the interpreter's recursion
+# limit left no stack for a weakref callback the garbage collector ran there (issue 25,
+# fuzz seed 31). The 9-project corpus nests kernel bodies at most 38 levels deep.
+MAX_NEST = 100
 
 
 def _within_budget(ctx, candidates: int) -> bool:
@@ -193,7 +199,8 @@ def _kernel_accesses(ctx, fn, structs, blocks, bound=None) -> list[Access]:
     candidates = sorted(fn.nodes_in("subscript") + fn.nodes_in("deref"),
                         key=lambda n: n.start_byte)
     calls = device_calls(ctx, fn)
-    if not (candidates or calls) or not _within_budget(ctx, len(candidates)):
+    if not (candidates or calls) or nesting(fn.body, MAX_NEST) > MAX_NEST or \
+            not _within_budget(ctx, len(candidates)):
         return []
     declared = block_shape(ctx, fn)
     any_block = declared is None and _one_dimensional(fn) and _no_known_block(ctx, fn)
@@ -270,7 +277,8 @@ def _called(ctx, fn, lanes, make, binding, own, any_block) -> list[Access]:
     def evaluate(callee, clanes, make_callee, seed):
         candidates = sorted(callee.nodes_in("subscript") + callee.nodes_in("deref"),
                             key=lambda n: n.start_byte)
-        if not candidates or not _within_budget(ctx, len(candidates)):
+        if not candidates or nesting(callee.body, MAX_NEST) > MAX_NEST or \
+                not _within_budget(ctx, len(candidates)):
             return []
         found, _, up = _body_accesses(ctx, callee, clanes, make_callee, candidates,
                                       binding, seed)

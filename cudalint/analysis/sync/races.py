@@ -59,7 +59,8 @@ from tree_sitter import Node
 
 from cudalint.analysis.sync.block_log import ConflictHit, Hit, MaskHit
 from cudalint.analysis.sync.block_run import GUESSED_BLOCKS, SAMPLES, BlockRun
-from cudalint.analysis.sync.callees import MASKED, reachable_names, reachable_texts
+from cudalint.analysis.sync.callees import (MASKED, MAX_INLINE_DEPTH, reachable_names,
+                                            reachable_texts)
 from cudalint.analysis.sync.cfg import BodyQueries
 from cudalint.analysis.sync.interval import quiet_kernel
 from cudalint.analysis.sync.unit_memo import UnitMemo
@@ -67,6 +68,7 @@ from cudalint.analysis.sync.values import SharedVar
 from cudalint.model.instances import Instances
 from cudalint.model.launch_shape import block_shape, launch_bounds_threads
 from cudalint.model.types import struct_types
+from cudalint.parse import nesting
 
 if TYPE_CHECKING:
     from cudalint.context import UnitContext
@@ -81,6 +83,16 @@ if TYPE_CHECKING:
 # million a lint (and a file of 1,000 copies 270 million)
 FILE_THREAD_STEPS = 10_000_000
 _SPENT: "WeakKeyDictionary[object, int]" = WeakKeyDictionary()    # SourceFile -> spent
+# bound (issue 25): the interval check and the block run walk a kernel's syntax
+# recursively, up to two Python frames a tree level, through at most MAX_INLINE_DEPTH
+# inlined device functions. A kernel whose body nests deeper than MAX_NEST levels,
+# counting MAX_INLINE_DEPTH times its deepest reachable device function, is not run
+# (nothing reported of it). A walk that went down to the interpreter's recursion limit
+# (and gave up there) left no stack for a weakref callback that the garbage collector
+# ran at that moment: fuzz seed 31, a 3,000-term sum, "Exception ignored in
+# WeakKeyDictionary ... RecursionError". The 9-project corpus needs at most 197 (kernel
+# bodies at most 38 levels, device functions 31).
+MAX_NEST = 300
 
 
 @dataclass
@@ -203,6 +215,8 @@ class RaceAnalysis:
             warp = _mentions_warp_sync(fn)
             if shared or warp:
                 todo.append(fn)
+        depth: dict[str, int] = {}
+        todo = [fn for fn in todo if not self._too_deep(fn, functions, depth)]
         if not todo:
             return
         structs = _unit_structs(ctx)
@@ -222,6 +236,17 @@ class RaceAnalysis:
                 self._deferred.append((ctx, fn, structs, functions, shared_globals))
         if not self._deferred:
             self._memo = None
+
+    def _too_deep(self, fn: "Function", functions, depth: dict[str, int]) -> bool:
+        callee = 0
+        for name in reachable_names(fn, functions) - {fn.name}:
+            if name not in depth:
+                depth[name] = nesting(functions[name].body, MAX_NEST)
+            callee = max(callee, depth[name])
+        if nesting(fn.body, MAX_NEST) + MAX_INLINE_DEPTH * callee > MAX_NEST:
+            self.incomplete[fn.name] = f"nested more than {MAX_NEST} levels deep"
+            return True
+        return False
 
     @property
     def divergent(self) -> dict[int, Node]:
