@@ -65,9 +65,16 @@ def test_host_template_passes_its_arguments_on():
     assert blocks == {"k<128>": (128, 1, 1), "k<64>": (64, 1, 1)}
 
 
-def test_deduced_launch_keeps_the_kernel_as_written():
+def test_deduced_launch_binds_the_declared_type():
     src = ("template <typename T> __global__ void k(T* a) { a[threadIdx.x] = 0; }\n"
            "void go(float* a, double* b) { k<<<1, 32>>>(a); k<double><<<1, 32>>>(b); }\n")
+    got = sorted(f.instance for f in _kernels(src))
+    assert got == ["k<double>", "k<float>"]
+
+
+def test_launch_whose_argument_type_is_not_written_keeps_the_kernel_as_written():
+    src = ("template <typename T> __global__ void k(T* a) { a[threadIdx.x] = 0; }\n"
+           "void go(Thing t, double* b) { k<<<1, 32>>>(t.data()); k<double><<<1, 32>>>(b); }\n")
     got = [f.instance for f in _kernels(src)]
     assert got == [None, "k<double>"]
 

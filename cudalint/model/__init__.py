@@ -10,6 +10,9 @@
 - ``instances``: a template kernel as each launch of the project instantiates it
   (template arguments bound, its launches' block shapes), read by the memory and sync
   analyses (CL101-CL107, CL201, CL202).
+- ``dispatch``: the types a template argument stands for where the host code writes
+  none: PyTorch's ``AT_DISPATCH_*`` lambdas (``scalar_t``) and arguments deduced from
+  the launch's argument types; read by ``instances``.
 
 Every analysis and rule reads the model; the model reads only ``sources`` and ``parse``.
 """

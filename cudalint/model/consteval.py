@@ -29,7 +29,8 @@ _TOKEN = re.compile(
 _SIZEOF = {
     "char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "int8_t": 1, "uint8_t": 1,
     "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2, "half": 2, "__half": 2,
-    "__nv_bfloat16": 2, "int": 4, "unsigned": 4, "unsigned int": 4, "float": 4,
+    "__nv_bfloat16": 2, "at::Half": 2, "c10::Half": 2, "at::BFloat16": 2,
+    "c10::BFloat16": 2, "int": 4, "unsigned": 4, "unsigned int": 4, "float": 4,
     "int32_t": 4, "uint32_t": 4, "__half2": 4, "half2": 4, "__nv_bfloat162": 4,
     "double": 8, "long long": 8, "unsigned long long": 8, "int64_t": 8, "uint64_t": 8,
     "size_t": 8, "long": 8, "float2": 8, "int2": 8, "uint2": 8,

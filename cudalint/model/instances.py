@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Callable
 from tree_sitter import Node
 
 from cudalint.model.consteval import eval_int, sizeof_type
+from cudalint.model.dispatch import arg_type, deduce, dispatch_aliases, expand_aliases
 from cudalint.parse import text
 
 if TYPE_CHECKING:
@@ -235,6 +236,7 @@ class Instances:
         self._host: dict[int, list["Function"]] = {}
         self._depth = 0
         self._structs: frozenset[str] | None = None
+        self._latin: str | None = None
 
     def known_type(self, t: str) -> bool:
         """A type whose layout the analyses know: a built-in or vector type, a struct
@@ -269,6 +271,26 @@ class Instances:
             return [fn]
         found: dict[tuple, tuple[dict, dict, list[InstanceLaunch]]] = {}
         unknown = False
+        params = template_params(fn) or []
+
+        def add(args: list[str] | None, aliases: dict, env: dict[str, int],
+                types: dict[str, str] | None, launch=None) -> None:
+            """One mention's arguments, once per type of the dispatch aliases they
+            name; ``launch()`` gives its InstanceLaunch."""
+            nonlocal unknown
+            expanded = expand_aliases(args, aliases) if args is not None else None
+            if expanded is None:
+                unknown = True
+                return
+            for one in expanded:
+                got = binding(fn, one, env, types, known_type=self.known_type)
+                if got is None:
+                    unknown = True
+                    continue
+                key = (tuple(sorted(got[0].items())), tuple(sorted(got[1].items())))
+                entry = found.setdefault(key, (got[0], got[1], []))
+                if launch is not None:
+                    entry[2].append(launch())
         for node, host_insts in self._mentions(fn):
             launch = node.parent if node.parent is not None and \
                 node.parent.type == "call_expression" and any(
@@ -276,48 +298,36 @@ class Instances:
             args_node = node.child_by_field_name("arguments")
             args = [text(c) for c in (args_node.named_children if args_node else [])
                     if c.type != "comment"]
+            aliases = self._aliases(node)
             for host in host_insts:
                 env = host.constants if host is not None else self.model.constants
-                got = binding(fn, args, env, host.type_bindings if host is not None
-                              else None, known_type=self.known_type)
-                if got is None:
-                    unknown = True
-                    continue
-                key = (tuple(sorted(got[0].items())), tuple(sorted(got[1].items())))
-                entry = found.setdefault(key, (got[0], got[1], []))
-                if launch is not None:
-                    entry[2].append(self._unit_launch(launch, host, env))
+                add(args, aliases, env, host.type_bindings if host is not None else None,
+                    None if launch is None else
+                    (lambda launch=launch, host=host, env=env:
+                     self._unit_launch(launch, host, env)))
         if kernel:
             for site in getattr(self.ctx.unit, "launches", None) or []:
                 if site.kernel != fn.name:
                     continue
-                if not site.template_args:
-                    unknown = unknown or any(p.default is None
-                                             for p in template_params(fn) or [])
-                    continue
-                args = list(getattr(site, "template_values", ()) or
-                            split_args(site.template_args))
-                got = binding(fn, args, self.model.constants,
-                              known_type=self.known_type)
-                if got is None:
-                    unknown = True
-                    continue
-                key = (tuple(sorted(got[0].items())), tuple(sorted(got[1].items())))
-                entry = found.setdefault(key, (got[0], got[1], []))
-                entry[2].append(InstanceLaunch(site.block, (lambda s=site: s.line),
-                                               site.file))
+                if site.template_args:
+                    args = list(getattr(site, "template_values", ()) or
+                                split_args(site.template_args))
+                else:
+                    args = deduce(params, fn.params,
+                                  [arg_type(a, site.before) for a in site.args])
+                    if args is None:
+                        unknown = unknown or any(p.default is None for p in params)
+                        continue
+                add(args, dict(site.aliases), self.model.constants, None,
+                    lambda site=site: InstanceLaunch(site.block, (lambda s=site: s.line),
+                                                     site.file))
             for args in self._name_expressions(fn):
-                got = binding(fn, args, self.model.constants, known_type=self.known_type)
-                if got is None:
-                    unknown = True
-                    continue
-                key = (tuple(sorted(got[0].items())), tuple(sorted(got[1].items())))
-                found.setdefault(key, (got[0], got[1], []))
+                add(args, {}, self.model.constants, None)
             for launch in self.model.launches:
                 if launch.kernel == fn.name and launch.node.child_by_field_name(
                         "function").type != "template_function":
-                    unknown = unknown or any(p.default is None
-                                             for p in template_params(fn) or [])
+                    if not self._deduced(fn, params, launch, add):
+                        unknown = unknown or any(p.default is None for p in params)
         if not found:
             return [fn]
         size = fn.body.end_byte - fn.body.start_byte if fn.body is not None else 0
@@ -325,6 +335,55 @@ class Instances:
         out = [bind(fn, vals, tys, tuple(sites) if kernel else None)
                for vals, tys, sites in list(found.values())[:most]]
         return ([fn] if unknown else []) + out
+
+    def _text(self) -> str:
+        """The unit's text, one character per byte (offsets are the tree's)."""
+        if self._latin is None:
+            self._latin = self.ctx.unit.data.decode("latin-1")
+        return self._latin
+
+    def _aliases(self, node: Node) -> dict[str, tuple[str, ...] | None]:
+        """The dispatch aliases around a mention (model.dispatch)."""
+        if b"AT_DISPATCH" not in self.ctx.unit.data:
+            return {}
+        host = self.model.enclosing_function(node)
+        return dispatch_aliases(self._text(), node.start_byte,
+                                host.node.start_byte if host is not None else 0)
+
+    def _deduced(self, fn: "Function", params: list[TemplateParam], launch,
+                 add: Callable) -> bool:
+        """A launch of ``fn`` without template arguments in the unit, its arguments
+        deduced from the types the launching function declares (in each
+        instantiation of a host template); False when they are not."""
+        host = launch.function
+        arglist = launch.node.child_by_field_name("arguments")
+        args = [a for a in (arglist.named_children if arglist else [])
+                if a.type != "comment"]
+        start = host.node.start_byte if host is not None else 0
+        before = self._text()[start:launch.node.start_byte]
+        deduced = deduce(params, fn.params, [arg_type(text(a), before) for a in args])
+        if deduced is None:
+            return False
+        hosts: list = [host]
+        if host is not None and host.is_template:
+            if self._depth >= MAX_NESTING:
+                return False
+            self._depth += 1
+            try:
+                hosts = self._host.get(host.node.id)
+                if hosts is None:
+                    hosts = self._host[host.node.id] = [
+                        h for h in self._instances(host, kernel=False) if h.instance]
+            finally:
+                self._depth -= 1
+            if not hosts:
+                return False
+        aliases = self._aliases(launch.node)
+        for h in hosts:
+            env = h.constants if h is not None else self.model.constants
+            add(deduced, aliases, env, h.type_bindings if h is not None else None,
+                lambda h=h, env=env: self._unit_launch(launch.node, h, env))
+        return True
 
     def _name_expressions(self, fn: "Function") -> list[list[str]]:
         """Template arguments of ``fn`` in the instantiations a CuPy RawModule names

@@ -20,5 +20,9 @@ run (memoised by file signature) and hands them to the model and the analyses:
 - ``nvcc_flags``: what a list of nvcc words means for floating point (-ftz, -prec-div,
   -prec-sqrt, --use_fast_math, --fmad) and for ptxas.
 
+- ``index``: the project index (kernels, launches, macros and constants across files),
+  with ``launch_text``: what a launch needs from its host function's text (the block's
+  declaration, function pointers, the call's arguments).
+
 It may import ``model``, ``sources`` and ``parse``; never ``analysis`` or anything above.
 """

@@ -34,7 +34,9 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from cudalint.model.consteval import eval_int
+from cudalint.model.dispatch import dispatch_aliases
 from cudalint.model.instances import split_args
+from cudalint.project.launch_text import call_args, local_init, pointer_targets, split_top
 from cudalint.sources.macros import MacroDef, expand_expression, expand_text
 from cudalint.sources.signature import file_sig
 
@@ -79,6 +81,13 @@ class LaunchSite:
     # each template argument, evaluated in the launcher where it is an integer
     # ("256" for <BLOCK>), else as written ("double")
     template_values: tuple[str, ...] = ()
+    # the type aliases of the dispatch calls around it (alias, its types or None:
+    # model.dispatch), e.g. (("scalar_t", ("double", "float")),)
+    aliases: tuple = ()
+    # without template arguments: its call arguments as written, and the launching
+    # function's text before it (their declarations), for deduced template arguments
+    args: tuple[str, ...] = ()
+    before: str = field(default="", repr=False, compare=False)
 
 
 @dataclass
@@ -215,7 +224,7 @@ def _launches(text: str) -> list[tuple]:
         name = text[s:q].split("::")[-1]
         if not name or not (name[0].isalpha() or name[0] == "_"):
             continue
-        config = _split_top(text[p + 3:end])
+        config = split_top(text[p + 3:end])
         # the launch's function: back to the end of the one before it (a `}` that
         # starts a line), at most WINDOW characters either way
         lo = max(0, p - WINDOW)
@@ -228,24 +237,6 @@ def _launches(text: str) -> list[tuple]:
             hi = nxt + 2
         out.append((name, targs, config, s, lo, hi))
     return out
-
-
-def _split_top(s: str) -> list[str]:
-    if "(" not in s and "[" not in s and "{" not in s:
-        return [part.strip() for part in s.split(",")]
-    parts, depth, cur = [], 0, []
-    for c in s:
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        if c == "," and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-            continue
-        cur.append(c)
-    parts.append("".join(cur).strip())
-    return parts
 
 
 # ---- include resolution ------------------------------------------------------------------
@@ -469,6 +460,7 @@ class ProjectIndex:
         env = {**self.constants(path), **self.own_constants(path)}
         text = f.text
         kernels = set(self.kernel_names(path))
+        dispatch = "AT_DISPATCH" in text
         out = []
         line, counted = 1, 0
         for name, targs, config, offset, lo, hi in f.raw_launches:
@@ -479,14 +471,20 @@ class ProjectIndex:
             targets = [name]
             through = ""
             if name not in kernels:
-                pointed = [k for k in _pointer_targets(text[lo:hi], name) if k in kernels]
+                pointed = [k for k in pointer_targets(text[lo:hi], name) if k in kernels]
                 if pointed:
                     targets, through = pointed, name
             tvalues = self._template_values(path, targs, text[lo:offset], env) \
                 if targs else ()
+            aliases = tuple(dispatch_aliases(text, offset, lo).items()) \
+                if dispatch else ()
+            args: tuple[str, ...] = ()
+            if not targs:
+                args = call_args(text, offset)
             for k in targets:
                 out.append(LaunchSite(k, targs, block_text, path, offset, line, block,
-                                      through, tvalues))
+                                      through, tvalues, aliases, args,
+                                      text[lo:offset] if args else ""))
         return out
 
     def _template_values(self, path: str, targs: str, before: str,
@@ -497,7 +495,7 @@ class ProjectIndex:
         for arg in split_args(targs):
             expr = arg
             if _IDENT.fullmatch(arg):
-                expr = _local_init(before, arg) or arg
+                expr = local_init(before, arg) or arg
             v = self.value(path, expr, env) if any(c.isdigit() for c in expr) or \
                 _IDENT.search(expr) else None
             out.append(str(v) if v is not None else arg)
@@ -533,13 +531,13 @@ class ProjectIndex:
         if not expr:
             return None
         if _IDENT.fullmatch(expr):
-            init = _local_init(before, expr)
+            init = local_init(before, expr)
             if init is None:
                 v = self.value(path, expr, env)
                 return (v, 1, 1) if v and v > 0 else None
             expr = init
         m = re.fullmatch(r"(?:dim3\s*)?[({](.*)[)}]", expr, re.DOTALL)
-        args = _split_top(m.group(1)) if m else [expr]
+        args = split_top(m.group(1)) if m else [expr]
         if not 1 <= len(args) <= 3:
             return None
         vals = [self.value(path, a, env) for a in args]
@@ -598,66 +596,6 @@ class ProjectIndex:
                 out.append(site.file)
                 out.extend(self.closure(site.file))
         return list(dict.fromkeys(p for p in out if p != path))
-
-
-_DIM3_DECL = re.compile(r"dim3\s+([^;]*);")
-_DECL_WORDS = frozenset({"const", "constexpr", "static", "unsigned", "signed", "int", "long",
-                         "size_t", "auto", "uint32_t", "int32_t", "uint64_t", "int64_t",
-                         "short"})
-_ASSIGNED = re.compile(r"\s*(?:\.\s*[xyz]\s*)?(?:[-+*/%&|^]|<<|>>)?=(?!=)")
-_INIT = re.compile(r"\s*=(?!=)\s*([^;]+);")
-
-
-def _occurrences(text: str, name: str):
-    """Offsets of ``name`` as a whole word in ``text`` (str.find: no regex per name)."""
-    pos = text.find(name)
-    n = len(name)
-    while pos >= 0:
-        before = text[pos - 1] if pos else " "
-        after = text[pos + n] if pos + n < len(text) else " "
-        if not (before.isalnum() or before in "_.>") and not (after.isalnum() or after == "_"):
-            yield pos
-        pos = text.find(name, pos + n)
-
-
-def _local_init(before: str, name: str) -> str | None:
-    """The initializer of the last declaration of ``name`` in ``before`` (a function's
-    text up to a launch): ``dim3 name(a, b)``, ``dim3 a(..), name(..)``, ``dim3 name =
-    ...``, ``int name = ...``; None when there is none or it is assigned after it."""
-    best = None
-    best_at = -1
-    if "dim3" in before:
-        for m in _DIM3_DECL.finditer(before):
-            if name not in m.group(1):
-                continue
-            for decl in _split_top(m.group(1)):
-                d = re.fullmatch(r"(\w+)\s*(?:=\s*(.*)|([({].*[)}]))", decl, re.DOTALL)
-                if d and d.group(1) == name:
-                    best, best_at = (d.group(2) or d.group(3)).strip(), m.end()
-    for pos in _occurrences(before, name):
-        m = _INIT.match(before, pos + len(name))
-        if m is None or m.end() <= best_at:
-            continue
-        start = max(before.rfind(";", 0, pos), before.rfind("{", 0, pos),
-                    before.rfind("}", 0, pos), before.rfind(")", 0, pos)) + 1
-        words = before[start:pos].split()
-        if words and all(w in _DECL_WORDS for w in words):
-            best, best_at = m.group(1).strip(), m.end()
-    if best is None:
-        return None
-    tail = before[best_at:]
-    for pos in _occurrences(tail, name):
-        if _ASSIGNED.match(tail, pos + len(name)):
-            return None         # changed after its declaration: not known here
-    return best
-
-
-def _pointer_targets(window: str, name: str) -> list[str]:
-    """Kernels a function pointer ``name`` is assigned in a function's text
-    (``name = &k;``, ``name = k;``, ``void (*name)(...) = &k;``)."""
-    pat = re.compile(r"(?:\b" + re.escape(name) + r"|\(\s*\*\s*" + re.escape(name)
-                     + r"\s*\)\s*\([^()]*\))\s*=\s*&?\s*([A-Za-z_]\w*)\s*;")
-    return list(dict.fromkeys(m.group(1) for m in pat.finditer(window)))
 
 
 # ---- the run's index ---------------------------------------------------------------------

@@ -190,7 +190,7 @@ def bind_arguments(caller: KernelLanes, call: Node, callee: "Function"
             bound[p.name] = (value, frozenset(caller.used_tid),
                              frozenset(caller.used_params))
         fnode = call.child_by_field_name("function")
-        if callee.is_template:
+        if callee.is_template and callee.instance is None:   # not bound already
             callee = _instantiate(caller, fnode, callee, bound)
             if callee is None:
                 return None

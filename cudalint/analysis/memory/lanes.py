@@ -464,8 +464,11 @@ class AnyBlock1D(BlockShape):
     def describe(self) -> str:
         sizes = "32 or more threads" if self.bound is None else \
             f"32 to {self.bound} threads (`__launch_bounds__({self.bound})` bounds it)"
+        # an instantiation is named as BlockShape.describe names it (the engine keeps
+        # one finding per place on that form)
+        named = f", instantiation `{self.instance}`" if self.instance else ""
         return (f"any 1-D block of {sizes}: the kernel reads threadIdx.x alone "
-                "and no launch in the project gives its shape")
+                f"and no launch in the project gives its shape{named}")
 
 
 ANY_1D_BLOCK = AnyBlock1D((256, 1, 1), "any-1d")

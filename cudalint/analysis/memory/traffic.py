@@ -28,7 +28,7 @@ from tree_sitter import Node
 
 from cudalint.analysis.memory.figures import SECTOR, min_sectors_of_points, root_kernel
 from cudalint.analysis.memory.kernel_lanes import _declared
-from cudalint.analysis.memory.lane_values import N_SAMPLES
+from cudalint.analysis.memory.lane_values import N_SAMPLES, WARP
 from cudalint.analysis.memory.loops import counter_walk
 from cudalint.analysis.memory.siblings import constant_distance
 from cudalint.parse import text
@@ -93,7 +93,62 @@ def fetched_and_used(access: "Access", accesses: list["Access"],
             best = (fetched, used)
             if fetched - used < SECTOR:
                 break                   # not one sector wasted: the answer already
+    if best is not None and best[0] > best[1] and (
+            _other_rows_fill(access, joined) or _copied_whole(access)):
+        return (best[0], best[0])
     return best if best is not None else (0, 0)
+
+
+_COPY = re.compile(rb"\b(?:memcpy|memset|memmove)\s*\(")
+
+
+def _copied_whole(access: "Access") -> bool:
+    """The kernel hands the pointer to ``memcpy``/``memset``/``memmove`` too: the rest of
+    each record may be written or read there (mmcv roipoint_pool3d writes 3 fields of a
+    row and ``memcpy``s the others), which the lane engine does not see."""
+    body = access.kernel.body
+    data = body.text if body is not None else b""
+    if not _COPY.search(data):
+        return False
+    name = re.escape(access.region.encode())
+    return any(re.search(rb"\b" + name + rb"\b", data[m.end():data.find(b";", m.end())])
+               for m in _COPY.finditer(data))
+
+
+def _other_rows_fill(access: "Access", joined: list["Access"]) -> bool:
+    """The address moves with threadIdx.y, which a warp does not vary (block 128x4: warp
+    0 is row 0), and the block's rows together cover each lane's whole record: what the
+    first warp leaves of it the other rows read or write (mmcv border_align's
+    ``output[index * 4 + threadIdx.y]``, 4 rows, 4 fields). No waste is claimed then;
+    rows that leave bytes of the record (``out[index * 16 + threadIdx.y]``) keep it."""
+    bx, by, bz = access.block.dims
+    sx = access.x_stride_bytes()
+    if by < 2 or bz != 1 or bx % WARP or not sx or len(access.groups) < 2:
+        return False
+    nwarps = -(-bx * by // WARP)
+    warps = sorted({0, 1, nwarps - 1})
+    k = len(warps) - 1                      # the block's last warp: group k of sample 0
+    tid = warps[k] * WARP
+    dx, dy = tid % bx, (tid // bx) % by
+    if dy == 0:
+        return False
+    steps = {b - a - dx * sx for a, b in zip(access.groups[0], access.groups[k])
+             if a is not None and b is not None}
+    if len(steps) != 1:
+        return False
+    (step,) = steps
+    sy = step // dy
+    if step % dy or sy == 0:
+        return False
+    # lane 0's bytes (this access and those joined with it), shifted row by row
+    own = [(a.groups[0][0], a.width) for a in joined
+           if a.groups and a.groups[0] and a.groups[0][0] is not None]
+    if not own:
+        return False
+    shifted = [(off + row * sy, width) for off, width in own for row in range(by)]
+    base = min(off for off, _ in shifted)
+    covered = {off - base + b for off, width in shifted for b in range(width)}
+    return all(b in covered for b in range(abs(sx)))
 
 
 def _union_size(spans: list[tuple[int, int]]) -> int:
