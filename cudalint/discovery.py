@@ -264,6 +264,18 @@ def discover(paths: list[str], resolver: ConfigResolver,
                     os.path.abspath(header) not in seen:
                 if not _excluded(header, target.settings):
                     add(header, "cuda")
+    # CUDA files the project's Python reads and compiles (a .h that no .cu includes):
+    # linted at their own positions (cudalint/sources/python/readers.py)
+    from cudalint.sources.python.readers import read_files
+    real: set[str] | None = None
+    for target in list(targets):
+        if target.kind == "python":
+            for header in read_files(str(target.path)):
+                if real is None:     # the files found under a symbolic link too
+                    real = {os.path.realpath(t.path) for t in targets if t.kind == "cuda"}
+                if header not in real and not _excluded(Path(header), target.settings):
+                    real.add(header)
+                    add(Path(header), "cuda")
     return targets
 
 

@@ -73,7 +73,13 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
     unread: list = []                            # compile calls not analysed (Python)
 
     units: list[Unit] = []
-    if kind == "cuda":
+    views: list[Unit] = []
+    if kind == "cuda" and path not in ("-", "<stdin>"):
+        # a file the project's Python reads and compiles: seen as those calls see it
+        from cudalint.sources.python.readers import as_own_part, own_part, reader_units
+        views = reader_units(file, dict(settings.defines))
+        units = list(views)
+    if kind == "cuda" and (not views or own_part(path)):
         defines = dict(settings.defines)
         if "#include" in text and path not in ("-", "<stdin>"):
             from pathlib import Path
@@ -90,6 +96,8 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
             units.append(Unit(file=file, text=view.text, char_map=view.char_map,
                               launches=view.launches,
                               extra_defines={**view.constants, **defines}))
+        if views:                   # beside the Python's views: its own findings of
+            units[-1] = as_own_part(units[-1])   # the rules those leave out
     elif kind == "python":
         units.extend(_python_units(file, settings, notices, unread))
 
@@ -110,7 +118,7 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
             _run(rule, fctx, None, findings, notices)
 
     diagnostics = _distinct(_to_diagnostic(rule, f, unit, file, settings)
-                            for rule, f, unit in findings)
+                            for rule, f, unit in findings if unit is None or unit.keeps(f))
     if any(r.code == "CL000" for r in rules):
         for off, msg in notices:
             row, col = file.position(off)

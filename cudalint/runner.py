@@ -43,6 +43,10 @@ def _keyed(target: "Target", data: bytes, context: str | None = None
     if target.kind == "cuda":        # headers, and the launchers the project index found
         from cudalint.project.includes import include_deps
         extra, deps = include_deps(target.path, data.decode("utf-8", "replace"))
+        from cudalint.sources.python.readers import reader_deps
+        read_extra, read_deps = reader_deps(str(target.path))   # Python that compiles it
+        if read_deps:
+            extra, deps = extra + read_extra, tuple(deps) + read_deps
     elif target.kind == "python":    # compile wrappers in the project's other modules
         from cudalint.sources.python.modules import python_deps
         extra, deps = python_deps(target.path, data.decode("utf-8", "replace"))

@@ -128,3 +128,69 @@ def test_module_files_are_cache_dependencies():
         path = FIXTURES / "CL104" / name
         _, deps = python_deps(path, path.read_text(encoding="utf-8"))
         assert sorted(p.rsplit("/", 1)[-1] for p, _ in deps) == want, name
+
+
+# ---------------------------------------------------------------------------------------
+# CUDA files the Python reads: linted at their own positions
+
+
+def test_a_header_the_python_reads_is_linted_at_its_own_positions(tmp_path, monkeypatch,
+                                                                  capsys):
+    """fixtures/project/python_header: ops.py reads cuda/records.h (no .cu includes it)
+    into a RawModule with `#define STRIDE 3` before it and launches it with a block of
+    128. Linting the folder, or ops.py alone, adds the header; its CL201 (STRIDE and the
+    block from the Python) and CL104 are at the header's rows and columns, nothing is
+    at the Python call, and cuda/unread.h (a path from the working directory) is not
+    linted."""
+    import json
+    import shutil
+    from cudalint.cli import main
+    root = tmp_path / "python_header"
+    shutil.copytree(FIXTURES / "project" / "python_header", root)
+    monkeypatch.chdir(tmp_path)
+    # paths are shown relative to the folder discovery was imported in (the engine
+    # reads files by the paths shown): make that this one
+    monkeypatch.setattr("cudalint.discovery._CWD", str(tmp_path))
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for target in ("python_header", "python_header/ops.py"):
+        main(["check", target, "--select", "CL104,CL201", "--output-format", "json",
+              "--no-cache"])
+        got = sorted((d["filename"], d["location"]["row"], d["location"]["column"],
+                      d["code"]) for d in json.loads(capsys.readouterr().out))
+        assert got == [("python_header/cuda/records.h", 5, 18, "CL201"),
+                       ("python_header/cuda/records.h", 6, 19, "CL104")], target
+    [d] = [d for d in lint_text(str(root / "cuda" / "records.h"),
+                                (root / "cuda" / "records.h").read_text(),
+                                replace(Settings(), select=("CL201",)), "cuda").diagnostics]
+    assert "12 32-byte sectors per request instead of 4 (block 128 from the Python " \
+           "launch)" in d.message
+    # without the Python that reads it, the header alone knows neither STRIDE nor the
+    # block: no CL201
+    (root / "ops.py").unlink()
+    assert lint_text(str(root / "cuda" / "records.h"), (root / "cuda" / "records.h")
+                     .read_text(), replace(Settings(), select=("CL201",)),
+                     "cuda").diagnostics == []
+
+
+def test_a_header_result_is_cached_with_the_python_that_reads_it(tmp_path, monkeypatch,
+                                                                 capsys):
+    """The header's cached result depends on the Python that compiles it: changing the
+    launch block in ops.py changes the header's finding on a warm run."""
+    import json
+    import shutil
+    from cudalint.cli import main
+    root = tmp_path / "python_header"
+    shutil.copytree(FIXTURES / "project" / "python_header", root)
+    monkeypatch.chdir(tmp_path)
+    # paths are shown relative to the folder discovery was imported in (the engine
+    # reads files by the paths shown): make that this one
+    monkeypatch.setattr("cudalint.discovery._CWD", str(tmp_path))
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+
+    def blocks() -> list:
+        main(["check", "python_header", "--select", "CL201", "--output-format", "json"])
+        return [d["metrics"].get("block") for d in json.loads(capsys.readouterr().out)]
+    assert blocks() == [[128, 1, 1]] and blocks() == [[128, 1, 1]]   # cold, then warm
+    ops = root / "ops.py"
+    ops.write_text(ops.read_text().replace("(128,), (x, y, n)", "(64,), (x, y, n)"))
+    assert blocks() == [[64, 1, 1]]

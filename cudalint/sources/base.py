@@ -210,6 +210,17 @@ class Unit:
                 return None
         return cmap[start], cmap[end - 1] + 1, replacement
 
+    def keeps(self, finding) -> bool:
+        """Whether this unit reports `finding`: not one in text that a Python call read
+        from a CUDA file of its package, which the lint of that file reports at the
+        file's own row and column (sources/python/readers.py)."""
+        emb = self.embedded
+        if emb is None or not getattr(emb, "files", None) or finding.in_file:
+            return True
+        from cudalint.sources.python.files import place_in_file
+        got = place_in_file(emb.files, self.char_offset(finding.start))
+        return got is None or got[0].endswith((".py", ".pyi"))
+
     def file_span(self, start_byte: int, end_byte: int) -> tuple[int, int]:
         emb = self.embedded
         if emb is not None and getattr(emb, "files", None) and \

@@ -275,14 +275,24 @@ class Collector(LaunchReader, Snippets):
         ``M.f(...)``), if it has one: the call of that function is then a compile call
         (modules.py)."""
         mod, fn = self.wrappers[key]
-        for sub in ast.walk(fn):
-            if isinstance(sub, ast.Call):
-                api = self.apis.get(self.ex.qualname(sub.func) or "")
-                if api is not None and _from_parameters(fn, sub):
-                    label = f"{fn.name} ({api.label})"
-                    self.derived[id(call)] = (mod, fn, sub, api)
-                    return replace(api, label=label)
-        return None
+        # the answer is kept on the function's node (its module is parsed once), per
+        # table of APIs (a project's own wrappers may differ between configurations)
+        memo = fn.__dict__.setdefault("_cl_wrapper_api", {})
+        apis_key = tuple(sorted(q for q in self.apis if q not in BUILTIN))
+        if apis_key not in memo:
+            memo[apis_key] = None
+            for sub in ast.walk(fn):
+                if isinstance(sub, ast.Call):
+                    api = self.apis.get(self.ex.qualname(sub.func) or "")
+                    if api is not None and _from_parameters(fn, sub):
+                        memo[apis_key] = (sub, api)
+                        break
+        found = memo[apis_key]
+        if found is None:
+            return None
+        sub, api = found
+        self.derived[id(call)] = (mod, fn, sub, api)
+        return replace(api, label=f"{fn.name} ({api.label})")
 
     def through_wrapper(self, call: ast.Call, scope, mod, fn: ast.FunctionDef,
                         inner: ast.Call, api: CompileApi) -> list[EmbeddedKernel]:

@@ -21,6 +21,7 @@ import ast
 import hashlib
 import os
 import re
+import time
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -30,6 +31,7 @@ from cudalint.sources.python.apis import BUILTIN_WORDS
 
 MAX_MODULE_BYTES = 1 << 20
 MAX_PARENTS = 6            # folders above the importing file searched for a package
+SIG_SECONDS = 2.0          # how long a folder's listing is trusted
 # both start with their keyword (the regex engine then skips ahead to it: a ^ anchor
 # tried at every line, or a \b, costs 10-40x); the line's start is checked in _imports
 _FROM = re.compile(r"from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+"
@@ -65,7 +67,7 @@ def module_file(importer: str, module: str, level: int) -> Path | None:
 def _folder_of(importer: str) -> Path | None:
     """The resolved folder of a file (symbolic links followed, once per file)."""
     try:
-        return Path(importer).resolve().parent
+        return Path(os.path.dirname(os.path.realpath(importer)))
     except (OSError, RuntimeError, ValueError):
         return None
 
@@ -80,6 +82,13 @@ def _module_file_from(base: Path, module: str, level: int) -> Path | None:
 
 
 def _folder_sig(folder: str) -> int:
+    return _folder_sig_at(folder, int(time.monotonic() / SIG_SECONDS))
+
+
+@lru_cache(maxsize=4096)
+def _folder_sig_at(folder: str, tick: int) -> int:
+    """A folder's modification time, asked again every SIG_SECONDS (every import of
+    every file asks about its folder: one stat per folder and tick, not per import)."""
     try:
         return os.stat(folder).st_mtime_ns
     except OSError:
@@ -273,13 +282,17 @@ def imported_modules(importer: str, text: str) -> dict[str, Path]:
     out: dict[str, Path] = {}
     if "import" not in text or importer.startswith("<"):
         return out
-    base = _folder_of(importer)
-    if base is None:
-        return out
+    base: Path | None = None
     for level, module, pairs in _imports(text):
         if not level and module.split(".")[0] in _NEVER_MODULES:
             continue
-        if not pairs or level > len(base.parts):
+        if not pairs or not any(local + "." in text for _, local in pairs):
+            continue
+        if base is None:
+            base = _folder_of(importer)
+            if base is None:
+                return out
+        if level > len(base.parts):
             continue
         if pairs[0][0] == "":                               # import a.b as M
             local = pairs[0][1]
@@ -391,21 +404,30 @@ def called_elsewhere(path: str, name: str, words: tuple[str, ...]) -> bool:
     return False
 
 
-def _package_files(root: Path) -> list[str]:
+def _package_files(root: Path) -> tuple[str, ...]:
+    return _package_files_at(str(root), _folder_sig(str(root)))
+
+
+@lru_cache(maxsize=16)
+def _package_files_at(root: str, sig: int) -> tuple[str, ...]:
     """The Python files of a package and the scripts beside it (at most
-    MAX_PACKAGE_FILES), or of a script folder."""
+    MAX_PACKAGE_FILES), or of a script folder; listed again when the package's folder
+    changes (a file added deeper in a running language server is seen at the next)."""
     out: list[str] = []
-    folders = [root.parent, root] if (root / "__init__.py").is_file() else [root]
+    top_folder = Path(root)
+    folders = [top_folder.parent, top_folder] if (top_folder / "__init__.py").is_file() \
+        else [top_folder]
     for k, top in enumerate(folders):
         recursive = k == 1
         for folder, dirs, files in os.walk(top):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
+            real = os.path.realpath(folder)
             for f in sorted(files):
                 if f.endswith(".py"):
-                    out.append(str(Path(folder, f).resolve()))
+                    out.append(os.path.join(real, f))
                     if len(out) >= MAX_PACKAGE_FILES:
-                        return out
-    return out
+                        return tuple(out)
+    return tuple(out)
 
 
 def _same(a: str, b: Path) -> bool:
