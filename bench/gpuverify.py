@@ -50,10 +50,9 @@ JUDGED = {
         "the rules model one block",
     "fail_tests/shared_int": "flagged: CL107, a __shared__ int of the kernel, thread ids",
     "pointertests/cast": "flagged: CL107, ((unsigned int *)x)[i] = threadIdx.x",
-    "misc/fail/miscfail3": "miss: `#define tid threadIdx.x` (an object-like macro for an "
-                           "expression) is not expanded; written out, CL108 flags "
-                           "A[tid] += A[tid + offset] in the device function",
-    "misc/fail/miscfail4": "miss: as miscfail3",
+    "misc/fail/miscfail3": "flagged: CL108, A[tid] += A[tid + offset] in the device "
+                           "function, `#define tid threadIdx.x` read as nvcc expands it",
+    "misc/fail/miscfail4": "flagged: CL108, as miscfail3",
     "param_values/value_causing_race": "not applicable: races only for x = 185 exactly",
     "pointeranalysistests/testbasicaliasing":
         "not applicable: p[100] = q[100] + 1 by every thread, one address for all threads "

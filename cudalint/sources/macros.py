@@ -17,8 +17,14 @@ the analyses what nvcc compiles, and the map gives every finding a place in the 
 Only macros handed in are expanded (the project index gives those defined in the file
 and its project headers; a macro from a system or library header stays as written).
 Function-like macros are expanded where they are invoked outside comments, strings and
-preprocessor lines; object-like macros only inside those expansions (their values
-already reach the analyses as constants, and their names are what messages quote).
+preprocessor lines. Object-like macros are expanded inside those expansions, and in
+device code where their body (its own macros expanded) names a built-in index variable
+(:func:`index_macros`: ``#define tid threadIdx.x``, ``#define IDX (blockIdx.x *
+blockDim.x + threadIdx.x)``): left as a name, such an index is unknown to the lanes,
+the block runs and CL108. Other object-like macros stay as written: an integer one
+already reaches the analyses as a constant (``#define N 256``), and its name is what
+messages quote. An invocation after an ``#undef`` of the name in the file (and before
+it is defined again) stays as written, as the preprocessor leaves it.
 Expansion is bounded (:data:`MAX_DEPTH` nested expansions, :data:`MAX_CHARS` characters
 from one invocation, :data:`MAX_GROWTH` times the file and :data:`MAX_INVOCATIONS`
 invocations in all): an invocation past the budget stays as written, its meaning unknown
@@ -327,6 +333,54 @@ def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
     return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
 
 
+# the built-in variables that place a thread in its launch
+_BUILTIN = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
+
+
+def index_macros(macros: dict[str, MacroDef]) -> frozenset[str]:
+    """The object-like macros of ``macros`` whose body names a built-in index variable,
+    itself or through other macros of ``macros`` (``#define gid (blockIdx.x * B +
+    tid)`` with ``#define tid threadIdx.x``): found by name, one pass per level of
+    macros in between, never by expanding a body. A macro more levels deep than an
+    expansion may nest (MAX_DEPTH) is not one: it would stay as written anyway."""
+    bodies = {n: m.body for n, m in macros.items() if m.body}
+    found = {n for n, b in bodies.items()
+             if ("Idx" in b or "Dim" in b) and _BUILTIN.search(b)}
+    for _ in range(MAX_DEPTH + 1):
+        if not found:
+            break
+        names = _names_pattern(tuple(sorted(found)))
+        more = {n for n, b in bodies.items() if n not in found and names.search(b)}
+        if not more:
+            break
+        found |= more
+    return frozenset(n for n in found if macros[n].params is None)
+
+
+_UNDEF = re.compile(r"^[ \t]*#[ \t]*undef[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+
+
+def _undefs(text: str) -> dict[str, list[int]]:
+    """The offsets of the text's ``#undef`` directives, by name, in order."""
+    out: dict[str, list[int]] = {}
+    if "undef" in text:
+        for m in _UNDEF.finditer(text):
+            out.setdefault(m.group(1), []).append(m.start())
+    return out
+
+
+def _undefined_at(text: str, undefs: dict[str, list[int]], name: str, pos: int) -> bool:
+    """Is ``name`` undefined at ``pos``: an ``#undef`` of it before, and no ``#define``
+    of it again between that and ``pos``?"""
+    offsets = undefs.get(name)
+    if not offsets or offsets[0] > pos:
+        return False
+    last = offsets[bisect_right(offsets, pos) - 1]
+    again = re.compile(r"^[ \t]*#[ \t]*define[ \t]+" + re.escape(name) + r"\b",
+                       re.MULTILINE)
+    return again.search(text, last, pos) is None
+
+
 def expand_expression(expr: str, macros: dict[str, MacroDef]) -> str | None:
     """An expression with every macro of ``macros`` in it expanded (object-like ones
     too: ``GET_BLOCKS(n, THREADS_PER_BLOCK)`` for its value), None past the budget."""
@@ -430,16 +484,23 @@ def expand_text(text: str, macros: dict[str, MacroDef],
     regions = device_regions(text) if "__device__" in text or "__global__" in text else []
     if not regions and not generators:
         return Expansion(text, None)
-    # calls of a function-like macro: in device code, or of a generator anywhere
+    # calls of a function-like macro: in device code, or of a generator anywhere; and
+    # names of an index macro in device code
     found: list[tuple[int, str]] = []
+    objects = [n for n in index_macros(macros) if n in text] if regions else []
+    uses = _names_pattern(tuple(sorted(objects))) if objects else None
     for a, b in regions:
         found.extend(_calls_in(text, a, b, macros))
+        if uses is not None:
+            found.extend((m.start(), m.group()) for m in uses.finditer(text, a, b))
     if generators:
         names = _names_pattern(tuple(sorted(generators)))
         found.extend((m.start(), m.group()) for m in names.finditer(text))
-        found.sort()
     if not found:
         return Expansion(text, None)
+    if generators or uses is not None:
+        found.sort()
+    undefs = _undefs(text)
     expander = _Expander(macros)
     pieces: list[tuple[str, int | None]] = []      # (text, file offset or None: tokens)
     cmap_parts: list = []
@@ -455,14 +516,19 @@ def expand_text(text: str, macros: dict[str, MacroDef],
             continue
         if defined_at and start < defined_at.get(name, -1):
             continue
-        pos = start + len(name)
-        while pos < len(text) and text[pos] in " \t\r\n":
-            pos += 1
-        if pos >= len(text) or text[pos] != "(":
+        if undefs and _undefined_at(text, undefs, name, start):
             continue
-        end = _invocation_end(text, pos)
-        if end is None:
-            continue
+        if macros[name].params is None:
+            end = start + len(name)
+        else:
+            pos = start + len(name)
+            while pos < len(text) and text[pos] in " \t\r\n":
+                pos += 1
+            if pos >= len(text) or text[pos] != "(":
+                continue
+            end = _invocation_end(text, pos)
+            if end is None:
+                continue
         if len(result.expanded) >= MAX_INVOCATIONS:
             result.over_budget.append((start, name))
             break                               # the rest stays as written
