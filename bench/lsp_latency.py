@@ -9,6 +9,7 @@ where it is timed too.
     python bench/lsp_latency.py                     # a generated 2,000-line .cu
     python bench/lsp_latency.py --file k.cu         # any file (padded/cut to --lines)
     python bench/lsp_latency.py --debounce 100      # with the editor-facing debounce
+    python bench/lsp_latency.py --where device      # typing into a __device__ function
     python bench/lsp_latency.py --lines 60 --edits 5 --repeat 5 \
         --version base=/tmp/v/base --version now=.  # versions side by side
 
@@ -178,13 +179,16 @@ def in_process(text: str, repeat: int) -> tuple[float, dict[str, float]]:
     return statistics.median(times), {k: v / repeat for k, v in per_rule.items()}
 
 
-def kernel_line(text: str) -> int:
-    """0-based line just inside the body of the kernel nearest the middle of the file."""
+def kernel_line(text: str, where: str = "kernel") -> int:
+    """0-based line just inside the body of the kernel (``where="device"``: the
+    ``__device__`` function) nearest the middle of the file."""
     from cudalint.incremental import _functions
     from cudalint.parse import parse
     data = text.encode("utf-8")
-    kernels = [f for f in _functions(parse(data).root_node, text, lambda b: len(
-        data[:b].decode("utf-8", "replace"))) if f.is_kernel]
+    functions = _functions(parse(data).root_node, text, lambda b: len(
+        data[:b].decode("utf-8", "replace")))
+    kernels = [f for f in functions if f.is_kernel] if where == "kernel" else [
+        f for f in functions if not f.is_kernel and "__device__" in text[f.outer:f.body_start]]
     middle = len(text) // 2
     best = min(kernels, key=lambda f: abs(f.body_start - middle))
     return text.count("\n", 0, best.body_start) + 1
@@ -192,7 +196,7 @@ def kernel_line(text: str) -> int:
 
 async def server_latency(path: Path, text: str, edits: int, debounce: int,
                          whole: list[float] | None = None, full_delay: int = 400,
-                         site: str = ".") -> list[float]:
+                         site: str = ".", where: str = "kernel") -> list[float]:
     client = LanguageClient("bench", "0")
     published: dict[int, float] = {}
     publishes: dict[int, int] = {}
@@ -229,7 +233,7 @@ async def server_latency(path: Path, text: str, edits: int, debounce: int,
     if whole is not None:
         whole.append(published[1] - started)   # server start -> first diagnostics
         whole.append(published[1] - opened)    # didOpen -> first diagnostics
-    line = kernel_line(text)
+    line = kernel_line(text, where)
     latencies = []
     for k in range(edits):
         version = k + 2
@@ -255,13 +259,14 @@ async def server_latency(path: Path, text: str, edits: int, debounce: int,
     return latencies
 
 
-def slice_cpu(text: str, edits: int) -> float:
+def slice_cpu(text: str, edits: int, where: str = "kernel") -> float:
     """CPU seconds of one edit's analysis in this process (the fast worker's job), the
-    median over ``edits`` statements typed into the middle kernel as the server sees them."""
+    median over ``edits`` statements typed into the middle kernel (or device function)
+    as the server sees them."""
     from cudalint.config import Settings
     from cudalint.incremental import changed_span, lint_kernel_slice
     settings = Settings()
-    line = kernel_line(text)
+    line = kernel_line(text, where)
     rows = text.split("\n")
     previous = text
     times = []
@@ -287,6 +292,9 @@ def main() -> int:
                     help="a cudalint to run the server from (DIR first on PYTHONPATH, "
                          "or . for this tree); repeat to compare")
     ap.add_argument("--repeat", type=int, default=1, help="servers per version")
+    ap.add_argument("--where", choices=("kernel", "device"), default="kernel",
+                    help="type into the middle kernel, or into the middle __device__ "
+                         "function (which kernels call)")
     args = ap.parse_args()
     versions = dict(v.split("=", 1) for v in args.version) or {"this tree": "."}
     text = fit(args.file.read_text(encoding="utf-8", errors="replace") if args.file
@@ -299,10 +307,12 @@ def main() -> int:
             for name, site in versions.items():
                 whole: list[float] = []
                 latencies = asyncio.run(server_latency(path, text, args.edits,
-                                                       args.debounce, whole, site=site))
+                                                       args.debounce, whole, site=site,
+                                                       where=args.where))
                 runs[name].append((latencies, whole))
     source = args.file or "generated kernels"
-    print(f"{source}: {text.count(chr(10))} lines, {args.edits} edits, debounce "
+    print(f"{source}: {text.count(chr(10))} lines, {args.edits} edits in a {args.where} "
+          f"function, debounce "
           f"{args.debounce} ms, {args.repeat} server(s) per version, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load "
           f"{os.getloadavg()[0]:.1f}")
@@ -321,7 +331,8 @@ def main() -> int:
         print(f"  server: the whole-file analysis once the edits pause (after the 400 ms "
               f"fullDelay): {full_ms:.0f} ms")
     engine_s, per_rule = in_process(text, 5)
-    print(f"this tree, in process: one edit's analysis {slice_cpu(text, 9) * 1000:.0f} ms "
+    print(f"this tree, in process: one edit's analysis "
+          f"{slice_cpu(text, 9, args.where) * 1000:.0f} ms "
           f"CPU (median of 9); the whole file {engine_s * 1000:.0f} ms (median of 5)")
     top = sorted(per_rule.items(), key=lambda kv: -kv[1])[:6]
     print("slowest rules: " + ", ".join(f"{code} {t * 1000:.0f} ms" for code, t in top))

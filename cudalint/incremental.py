@@ -106,14 +106,28 @@ def _blanked(segment: str) -> str:
 @dataclass
 class Slice:
     result: FileResult
-    start: int            # the edited kernel's definition, character offsets
+    start: int            # the edited function's definition, character offsets
     end: int
+    # besides it, the kernels that call an edited device function (their findings follow
+    # its code: the lane engine and the block run go into callees), new text
+    callers: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def spans(self) -> tuple[tuple[int, int], ...]:
+        return ((self.start, self.end),) + self.callers
+
+
+# an edit in a device function called by more kernels than this is analysed whole
+MAX_CALLERS = 8
 
 
 def lint_kernel_slice(path: str, text: str, settings, kind: str, changed_start: int,
                       changed_end: int) -> Slice | None:
     """The findings of the kernel whose body holds ``[changed_start, changed_end)`` (new
-    text), from a slice of the file; None when the edit is not inside one kernel body."""
+    text), from a slice of the file; for a device function's body, its findings and
+    those of the kernels that call it (up to MAX_CALLERS, through other device
+    functions too). None when the edit is in no function body, or in one that no
+    kernel calls (a host function)."""
     if kind != "cuda" or _FILE.search(text):
         return None
     from cudalint.parse import reuse_trees
@@ -144,16 +158,19 @@ def _lint_kernel_slice(path: str, text: str, settings, kind: str, changed_start:
     functions = _functions(parse(data).root_node, text, to_char)
     target = next((f for f in functions if f.body_start < changed_start and
                    changed_end < f.body_end), None)
-    if target is None or not target.is_kernel:
+    if target is None:
+        return None
+    kernels = [target] if target.is_kernel else _calling_kernels(target, functions)
+    if not kernels or len(kernels) > MAX_CALLERS:
         return None
     by_name: dict[str, list[_Function]] = {}
     for f in functions:
         by_name.setdefault(f.name, []).append(f)
-    keep = {id(target)}
-    todo = [target]
-    todo.extend(f for f in functions if f is not target and not f.is_kernel and
-                target.name in f.words)
-    for f in todo[1:]:
+    keep = {id(target)} | {id(k) for k in kernels}
+    todo = list(kernels) if target.is_kernel else [target, *kernels]
+    todo.extend(f for f in functions if not f.is_kernel and id(f) not in keep and
+                any(k.name in f.words for k in kernels))
+    for f in todo:
         keep.add(id(f))
     while todo:
         f = todo.pop()
@@ -177,7 +194,27 @@ def _lint_kernel_slice(path: str, text: str, settings, kind: str, changed_start:
     sliced = "".join(pieces)
     assert len(sliced) == len(text)
     result = lint_text(path, sliced, settings, kind)
-    return Slice(result, target.start, target.end)
+    return Slice(result, target.start, target.end,
+                 tuple((k.start, k.end) for k in kernels if k is not target))
+
+
+def _calling_kernels(target: _Function, functions: list[_Function]) -> list[_Function]:
+    """The kernels whose code names ``target``, directly or through functions that do
+    (by name, as the slice keeps callees)."""
+    reached = {id(target)}
+    todo = [target]
+    out: list[_Function] = []
+    while todo:
+        name = todo.pop().name
+        for f in functions:
+            if id(f) not in reached and name in f.words:
+                reached.add(id(f))
+                if f.is_kernel:
+                    out.append(f)
+                else:
+                    todo.append(f)
+    out.sort(key=lambda f: f.start)
+    return out
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -209,15 +246,19 @@ def merge(previous: FileResult, old_text: str, new_text: str, piece: Slice,
     edit_row = old_text.count("\n", 0, old_end) + 1
     rows = new_text.count("\n", piece.start, new_end) - old_text.count(
         "\n", piece.start, old_end)
-    old_start, old_stop = piece.start, piece.end - delta      # the kernel in the old text
+    # the re-analysed definitions in the old text: the edited one holds the edit, the
+    # calling kernels lie wholly before or after it
+    old_spans = [(a, b - delta if b >= new_end else b) if a <= piece.start else
+                 (a - delta, b - delta) for a, b in piece.spans]
+    old_stop = piece.end - delta
     out: list[Diagnostic] = []
     for d in previous.diagnostics:
-        if d.end_offset <= old_start and d.start_offset < old_start:
-            out.append(_moved(d, 0, file, edit_row, rows))
-        elif d.start_offset >= old_stop:
-            out.append(_moved(d, delta, file, edit_row, rows))
+        if all((d.end_offset <= a and d.start_offset < a) or d.start_offset >= b
+               for a, b in old_spans):
+            out.append(_moved(d, delta if d.start_offset >= old_stop else 0, file,
+                              edit_row, rows))
     out.extend(d for d in piece.result.diagnostics
-               if piece.start <= d.start_offset and d.end_offset <= piece.end)
+               if any(a <= d.start_offset and d.end_offset <= b for a, b in piece.spans))
     out.sort(key=Diagnostic.sort_key)
     result = FileResult(previous.path, out, lines_of_code=new_text.count("\n") + 1)
     for d in out:

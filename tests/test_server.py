@@ -535,6 +535,51 @@ def test_kernel_slice_merge_equals_a_full_analysis(path):
         assert key(merged) == key(lint_text(str(path), new, settings, "cuda")), kernel.name
 
 
+DEVICE_FIXTURES = sorted(
+    Path(__file__).resolve().parent.parent / "fixtures" / name for name in (
+        "CL101/templated_reduction.cu", "CL103/mismatched.cu", "CL201/device_function.cu",
+        "CL201/hot_path.cu", "CL202/device_function.cu", "CL108/device_function.cu",
+        "CL204/remedies.cu"))
+
+
+@pytest.mark.parametrize("path", DEVICE_FIXTURES, ids=lambda p: p.parent.name + p.name)
+def test_device_function_slice_merge_equals_a_full_analysis(path):
+    """An edit inside a __device__ function that kernels call: its findings and the
+    calling kernels' (the lane engine and the block run follow callees) come from the
+    slice, the rest moved along; together exactly what a whole-file analysis finds."""
+    from cudalint.config import Settings
+    from cudalint.engine import lint_text
+    from cudalint.incremental import (MAX_CALLERS, _calling_kernels, _functions,
+                                      changed_span, lint_kernel_slice, merge)
+    from cudalint.parse import parse
+    settings = Settings()
+    text = path.read_text(encoding="utf-8")
+    old = lint_text(str(path), text, settings, "cuda")
+    functions = _functions(parse(text.encode()).root_node, text, lambda b: b)
+    called = [f for f in functions if not f.is_kernel and "__device__" in
+              text[f.outer:f.body_start] and any(f.name in k.words for k in functions
+                                                 if k.is_kernel)]
+    assert called
+
+    def key(result):
+        return sorted((d.code, d.row, d.column, d.end_row, d.end_column, d.start_offset,
+                       re.sub(r"\d+", "#", d.message), d.suppressed, repr(d.fix),
+                       re.sub(r"\d+", "#", repr(d.metrics)))
+                      for d in result.diagnostics)
+
+    for fn in called:
+        at = fn.body_start + 1
+        new = text[:at] + "\n    int edited_here = 1;" + text[at:]
+        start, old_end, new_end = changed_span(text, new)
+        piece = lint_kernel_slice(str(path), new, settings, "cuda", start, new_end)
+        if len(_calling_kernels(fn, functions)) > MAX_CALLERS:
+            assert piece is None        # analysed whole
+            continue
+        assert piece is not None and piece.start == fn.start and piece.callers, fn.name
+        merged = merge(old, text, new, piece, old_end, new_end)
+        assert key(merged) == key(lint_text(str(path), new, settings, "cuda")), fn.name
+
+
 def test_kernel_slice_declines_edits_outside_kernels():
     from cudalint.config import Settings
     from cudalint.incremental import lint_kernel_slice
