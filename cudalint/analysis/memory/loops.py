@@ -75,9 +75,10 @@ def hot(access: Access) -> bool:
 
 def bounded_trip(int_values, loop: Node) -> int | None:
     """At most how many times a ``for`` loop runs when its bound and step are constants
-    (``for (r = ty; r < 32; r += 8)``: 4; a start that may be negative counts as 0; a
-    decreasing ``for (r = 7; r >= 0; r -= 2)``: 4, its start a constant), or None (a run-time bound, or a loop kept rolled by ``#pragma unroll 1``: a loop the
-    hardware runs as a loop)."""
+    (``for (r = ty; r < 32; r += 8)``: 4, from the lowest start, 0 when the start is not
+    a constant; ``for (j = -8; j <= 8; ++j)``: 17; a decreasing ``for (r = 7; r >= 0;
+    r -= 2)``: 4, its start a constant), or None (a run-time bound, or a loop kept
+    rolled by ``#pragma unroll 1``: a loop the hardware runs as a loop)."""
     if loop.type != "for_statement" or int_values is None:
         return None
     cond = loop.child_by_field_name("condition")
@@ -92,6 +93,7 @@ def bounded_trip(int_values, loop: Node) -> int | None:
     if cond is None or upd is None or cond.type != "binary_expression" or \
             text(cond.child_by_field_name("operator")) not in ("<", "<=", "!="):
         return None
+    op = text(cond.child_by_field_name("operator"))
     name = text(cond.child_by_field_name("left"))
     ut = text(upd).replace(" ", "")
     if ut in (f"++{name}", f"{name}++"):
@@ -106,7 +108,29 @@ def bounded_trip(int_values, loop: Node) -> int | None:
         return None
     if _unroll_one(loop):
         return None
-    return max(0, -(-stop[0] // step))
+    span = stop[0] - _lowest_start(int_values, loop, name) + (op == "<=")
+    return max(0, -(-span // step))
+
+
+def _lowest_start(int_values, loop: Node, name: str) -> int:
+    """The lowest value an increasing loop's counter ``name`` starts from: its start
+    when that is one constant; else at most 0 (a start that differs by lane or by
+    sample counts from 0, or lower when some lane starts below it; one not known from
+    0)."""
+    init = loop.child_by_field_name("initializer")
+    value = None
+    if init is not None and init.type == "declaration":
+        declared = _declared(init)
+        if len(declared) == 1 and declared[0][0] == name and not declared[0][2]:
+            value = declared[0][3]
+    elif init is not None and init.type == "assignment_expression" and \
+            text(init.child_by_field_name("operator")) == "=" and \
+            text(init.child_by_field_name("left")) == name:
+        value = init.child_by_field_name("right")
+    got = int_values(value) if value is not None else None
+    if not got:
+        return 0
+    return got[0] if len(set(got)) == 1 else min(0, min(got))
 
 
 @dataclass(frozen=True)
