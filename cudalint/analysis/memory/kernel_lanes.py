@@ -663,6 +663,15 @@ class KernelLanes:
         # base) is the samples' size, not a condition on the thread: assume it holds too
         shut = sampled and bool(self.counters) and not any(vec)
         mask = vec if _sample_invariant(vec) and not shut else None
+        if mask is None and sampled and inner.type == "binary_expression" and \
+                text(inner.child_by_field_name("operator")) == "==" and all(
+                    sum(1 for v in vec[g * WARP:(g + 1) * WARP] if v) <= 1
+                    for g in range(self.groups)):
+            # the thread index equal to a uniform value (``else if (idx == n)``, a tail
+            # one thread runs: cucim's jitter kernels): at most one lane of a warp in
+            # every sample, as each sample's column says; assumed to hold, it would put
+            # every lane there and make a stride of that one thread's loop
+            mask = vec
         self._conditions[cond.id] = (mask, frozenset())
         return mask
 

@@ -11,5 +11,7 @@ through project.buildflags) and ptxas (CL301-CL303); its launches give the block
 
 extract.py holds the entry, units.py the types other layers read, calls.py the compile
 calls and their arguments, resolve.py the values of string expressions, mapping.py the
-mapped strings and the literal scanner, launches.py the launches.
+mapped strings and the literal scanner, launches.py the launches; modules.py and
+imports.py what comes from the project's other modules, files.py the files a module
+reads, readers.py those files linted at their own positions.
 """

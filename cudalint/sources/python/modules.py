@@ -3,15 +3,19 @@
 A project often compiles its kernels through a helper of its own, defined in one module
 and called from the others (pyinn's ``load_kernel(name, code, **kwargs)`` in
 ``pyinn/utils.py``: ``Template(code).substitute(**kwargs)`` then
-``cupy.cuda.compile_with_cache``). For each ``from M import f`` of a file, M is looked
-for on disk next to the file (relative imports from the file's folder; absolute ones
-from the folder of the file or of one of its parents, as a script or an installed
-package would find it), read with :mod:`ast` (never run) and kept while its bytes stay
-the same. ``f`` is a wrapper when its body makes a call of the compile API table: the
-caller's call of ``f`` is then a compile call, read by binding ``f``'s parameters to the
-caller's arguments (calls.py). Text written in M is synthetic in the caller's kernel
-(its nodes carry ``_cl_foreign``; names are read with M's own imports, ``_cl_aliases``):
-a finding in it has no position in the caller's file.
+``cupy.cuda.compile_with_cache``; cupyx's ``_filters_core._generate_nd_kernel``). For
+each ``from M import f`` of a file, and each module bound to a name used as ``M.f``
+(``from pkg import M``, ``from . import M``, ``import pkg.M as M``: :func:`imported_modules`),
+M is looked for on disk next to the file (relative imports from the file's folder;
+absolute ones from the folder of the file or of one of its parents, as a script or an
+installed package would find it), read with :mod:`ast` (never run) and kept while its
+bytes stay the same. ``f`` is a wrapper when its body makes a call of the compile API
+table: the caller's call of ``f`` (or ``M.f``) is then a compile call, read by binding
+``f``'s parameters to the caller's arguments (calls.py). Text written in M is synthetic
+in the caller's kernel (its nodes carry ``_cl_foreign``; names are read with M's own
+imports, ``_cl_aliases``; literals and ``__file__`` carry M's path, ``_cl_path``, for
+imports.py and files.py). :func:`called_elsewhere` tells the collector of M whether
+another module calls ``f`` that way (its inner compile call is then a wrapper body).
 
 :func:`python_deps` gives the cache the modules a file's result depends on.
 """
