@@ -69,3 +69,45 @@ def test_each_spelling_is_a_define_to_clang(how):
     _, idx = _index()
     errors = [d.spelling for d in _parse(idx, unit).diagnostics if d.severity >= 3]
     assert not errors, errors
+
+
+def _nested(depth: int, arg: str = "-1") -> bytes:
+    for _ in range(depth):
+        arg = f"D({arg})"
+    return arg.encode()
+
+
+def test_function_like_macros_are_bounded_by_their_calls():
+    """`D(D(...D(-1)...))`, 18 deep, segfaulted libclang (2**18 terms); `F_i(x) =
+    F_{i-1}(F_{i-1}(x))` to F5 took it to 1.3 GB and std::bad_alloc (both kept in
+    tests/fuzz/regressions/cuda/libclang_*function_macro*.cu)."""
+    nested = b"#define D(x) x x\nint v = " + _nested(18) + b";\n"
+    assert macro_expansion(nested)[0] == "D"
+    chain = b"#define F0(x) x x\n" + b"".join(
+        b"#define F%d(x) F%d(F%d(x))\n" % (i, i - 1, i - 1) for i in range(1, 6))
+    assert macro_expansion(chain + b"int v = F5(-1);\n")[0] == "F5"
+    # the bound is the expansion where nothing is lost: 2**k copies of one token
+    assert macro_expansion(b"#define D(x) x x\nint v = " + _nested(3, "1") + b";\n") \
+        == (None, 8)
+    # variadic: `a` once, the rest (with their commas) twice
+    assert macro_expansion(b"#define V(a, ...) a __VA_ARGS__ __VA_ARGS__\n"
+                           b"int v = V(1, 2, 3, 4);\n") == (None, 11)
+    # a call far into a large file is seen
+    late = b"#define D(x) x x\n" + b"int a = 1;\n" * 20000 + b"int v = " + _nested(18) + b";\n"
+    assert macro_expansion(late)[0] == "D"
+
+
+def test_dispatch_macros_as_real_code_nests_them_stay_under_the_budget():
+    """apex-style dispatch: `__VA_ARGS__` 4 times, nested three deep around a 150-token
+    body (4**3 * 150 = 9,600 tokens; apex group_norm's nested dispatch macros bound at
+    19,476 over /tmp/real): analysed."""
+    dispatch = (b"#define DISPATCH(VALUE, NAME, ...) [&] { \\\n"
+                b"  if (VALUE >= 8) { constexpr int NAME = 8; return __VA_ARGS__(); } \\\n"
+                b"  if (VALUE >= 4) { constexpr int NAME = 4; return __VA_ARGS__(); } \\\n"
+                b"  if (VALUE >= 2) { constexpr int NAME = 2; return __VA_ARGS__(); } \\\n"
+                b"  constexpr int NAME = 1; return __VA_ARGS__(); }()\n")
+    body = b"[&] { " + b"x += y; " * 37 + b"}"
+    call = b"DISPATCH(a, A, [&] { DISPATCH(b, B, [&] { DISPATCH(c, C, " + body + \
+        b"); }); });\n"
+    name, tokens = macro_expansion(dispatch + b"void f() { " + call + b"}\n")
+    assert name is None and 4 ** 3 * 150 <= tokens < 20_000

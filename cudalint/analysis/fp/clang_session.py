@@ -288,10 +288,12 @@ def _on_big_stack(fn, size: int):
 # use of M24 is 2**24 copies of M0, "LLVM ERROR: out of memory" (an abort) after several
 # GB (measured: 107, 218 and 660 MB at 18, 20 and 22 levels); at 16 to 18 levels the parse
 # takes minutes, and a chain of `-1 -1 ...` nests deeper than any stack (fuzz, 2026-11-24:
-# a segfault). What every object-like macro expands to is counted first, in tokens,
-# without expanding anything; past this budget the unit is not given to libclang. Over
-# /tmp/real the largest expansion is under 16,000 tokens (apex group_norm/macros.h), the
-# next under 2,000. Below the budget, the expansion sizes the parse's stack like nesting.
+# a segfault). What every macro and every call of one expands to is bounded first, in
+# tokens, without expanding anything; past this budget the unit is not given to
+# libclang. Over /tmp/real the largest bound is under 20,000 tokens (apex
+# group_norm/macros.h, its dispatch macros nested), the next under 12,000
+# (group_norm_v2), then under 2,000. Below the budget, the expansion sizes the parse's
+# stack like nesting.
 MACRO_TOKENS_MAX = 1 << 16
 # Read as clang's first translation phases do, or a chain hides from the count (fuzz seed
 # 28: `#\fdefine M9 M8 M8` took one level out and the 18-level chain segfaulted libclang):
@@ -331,28 +333,39 @@ def macro_expansion(src: bytes) -> tuple[str | None, int]:
     the largest expansion counted). A name defined more than once counts as its largest
     definition (a use may come before a redefinition: fuzz, a CuPy preamble's chain with
     a shorter one in the kernel body after it); a name that refers back to itself counts
-    1, as the preprocessor stops there."""
+    1, as the preprocessor stops there.
+
+    Function-like macros double too: `#define D(x) x x` used as `D(D(D(...(-1))))`, 18
+    deep in 100 bytes, segfaulted libclang, and `#define F1(x) F0(F0(x))` ... `F5(-1)`
+    took it to 1.3 GB. So each macro is bounded linearly in its arguments' sizes (its
+    own tokens, and how many copies of each parameter it makes), calls in bodies
+    included, and so is every call in the source."""
     if b"def" not in src and b"\\" not in src:  # `d\\<line end>efine` is `define` too
         return None, 0
     lines = _logical_lines(src)
     bodies: dict[bytes, list[list[bytes]]] = {}
+    params: dict[bytes, list[bytes]] = {}
     for m in _DEFINE.finditer(lines):
-        bodies.setdefault(m.group(1), []).append(_TOKEN.findall(m.group(3)))
-    if len(bodies) < 2:
+        name = m.group(1)
+        bodies.setdefault(name, []).append(_TOKEN.findall(m.group(3)))
+        if m.group(2) is not None and name not in params:
+            got = [t for t in _TOKEN.findall(m.group(2)[1:-1]) if t not in (b",", b".")]
+            params[name] = got + [b"__VA_ARGS__"] if b"..." in m.group(2) else got
+    if not bodies or (len(bodies) < 2 and not params):
         return None, 0
     defs = {n: [t for b in bs for t in b] for n, bs in bodies.items()}
-    sizes: dict[bytes, int] = {}
     cap = MACRO_TOKENS_MAX + 1
+    bound: dict[bytes, _Bound] = {}
     largest = 0
     for root in defs:
-        if root in sizes:
+        if root in bound:
             continue
         stack = [(root, 0)]
         open_ = {root}
         while stack:                    # depth-first, no recursion: chains may be long
             name, i = stack[-1]
             toks = defs[name]
-            while i < len(toks) and (toks[i] not in defs or toks[i] in sizes
+            while i < len(toks) and (toks[i] not in defs or toks[i] in bound
                                      or toks[i] in open_):
                 i += 1
             if i < len(toks):
@@ -360,21 +373,109 @@ def macro_expansion(src: bytes) -> tuple[str | None, int]:
                 stack.append((toks[i], 0))
                 open_.add(toks[i])
                 continue
-            total = 0
+            own, copies = 0, {}
             for body in bodies[name]:
-                one = 0
-                for t in body:
-                    one += sizes.get(t, 1)
-                    if one >= cap:
-                        break
-                total = max(total, one)
-            sizes[name] = min(total, cap)
-            largest = max(largest, sizes[name])
+                b_own, b_copies, _ = _bounded(body, bound, params, params.get(name, ()), cap)
+                own = max(own, b_own)
+                for k, v in b_copies.items():
+                    copies[k] = max(copies.get(k, 0), v)
+            bound[name] = (own, copies)
+            size = min(cap, own + sum(copies.values()))    # its arguments one token each
+            largest = max(largest, size)
             open_.discard(name)
             stack.pop()
-            if sizes[name] >= cap:
+            if size >= cap:
                 return name.decode("latin-1"), largest
+    if params:
+        # every call in the source: its arguments may be calls, nested as deep as the
+        # source likes
+        biggest, name = _bounded(_TOKEN.findall(lines), bound, params, (), cap)[2]
+        largest = max(largest, biggest)
+        if biggest >= cap:
+            return name.decode("latin-1"), largest
     return None, largest
+
+
+# a macro's bound: (tokens of its own, copies of each parameter, by name)
+_Bound = tuple[int, dict]
+
+
+def _bounded(toks: list[bytes], bound: dict[bytes, _Bound], params: dict[bytes, list],
+             own_params, cap: int) -> tuple[int, dict, tuple[int, bytes]]:
+    """(tokens, copies of each of ``own_params``) that ``toks`` expand to at most, and the
+    largest call not inside another (its tokens, its macro). A parameter is (0, {it: 1});
+    a macro its bound; a call ``F(a, b)`` F's own tokens plus, for each parameter, its
+    copies times the size of its argument (``__VA_ARGS__``: the rest of them). A macro
+    not yet bounded (one that refers back to itself) counts one token."""
+    frames: list[list] = []             # open calls: [macro, arguments, depth]
+    own, copies = 0, {}
+    biggest: tuple[int, bytes] = (0, b"")
+    i, n = 0, len(toks)
+    while i < n:
+        t = toks[i]
+        i += 1
+        if t in params and t in bound and i < n and toks[i] == b"(":
+            frames.append([t, [[0, {}]], 0])
+            i += 1
+            continue
+        if frames and frames[-1][2] == 0 and t in (b")", b","):
+            frame = frames[-1]
+            if t == b",":
+                frame[1].append([0, {}])
+                continue
+            frames.pop()
+            value = _call(bound[frame[0]], params[frame[0]], frame[1], cap)
+            if not frames and value[0] > biggest[0]:
+                biggest = (value[0], frame[0])
+        else:
+            if frames:
+                frames[-1][2] += (t == b"(") - (t == b")")
+            if t in own_params:
+                value = (0, {t: 1})
+            else:
+                got = bound.get(t)
+                value = (1, {}) if got is None else (
+                    max(1, min(cap, got[0] + sum(got[1].values()))), {})
+        target = frames[-1][1][-1] if frames else None
+        if target is None:
+            own = min(cap, own + value[0])
+            for k, v in value[1].items():
+                copies[k] = min(cap, copies.get(k, 0) + v)
+            if biggest[0] >= cap:
+                break
+        else:
+            target[0] = min(cap, target[0] + value[0])
+            for k, v in value[1].items():
+                target[1][k] = min(cap, target[1].get(k, 0) + v)
+    for frame in frames:                # calls left open: their arguments as written
+        for arg in frame[1]:
+            own = min(cap, own + arg[0])
+            for k, v in arg[1].items():
+                copies[k] = min(cap, copies.get(k, 0) + v)
+    return own, copies, biggest
+
+
+def _call(macro: _Bound, names: list[bytes], args: list, cap: int) -> tuple[int, dict]:
+    """The bound of one call: ``args`` are [tokens, copies] of each argument."""
+    own, copies = macro[0], {}
+    for k, name in enumerate(names):
+        times = macro[1].get(name, 0)
+        if not times:
+            continue
+        if name == b"__VA_ARGS__":
+            rest = args[k:]
+            arg = [sum(a[0] for a in rest) + max(0, len(rest) - 1), {}]
+            for a in rest:
+                for q, v in a[1].items():
+                    arg[1][q] = arg[1].get(q, 0) + v
+        elif k < len(args):
+            arg = args[k]
+        else:
+            continue
+        own = min(cap, own + times * arg[0])
+        for q, v in arg[1].items():
+            copies[q] = min(cap, copies.get(q, 0) + times * v)
+    return own, copies
 
 
 def stack_for_expansion(tokens: int) -> int:
