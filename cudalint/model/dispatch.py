@@ -63,7 +63,7 @@ DISPATCH = {
 }
 MAX_INSTANTIATIONS = 16     # combinations of nested dispatches' types expanded
 _REACH = 40_000             # characters before a place searched for its dispatch calls
-_MACRO = re.compile(r"\b(AT_DISPATCH_[A-Z0-9_]+)\s*\(")
+_MACRO = re.compile(r"(AT_DISPATCH_[A-Z0-9_]+)\s*\(")
 # brackets and commas, and what to jump over (comments, string and character literals)
 _TOKEN = re.compile(r"""[()\[\]{},]|//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""",
                     re.DOTALL)
@@ -79,7 +79,15 @@ def dispatch_aliases(text: str, offset: int, lo: int = 0
         return {}
     lo = max(lo, offset - _REACH)
     found: list[tuple[int, str, tuple[str, ...] | None]] = []
-    for m in _MACRO.finditer(text, lo, offset):
+    pos = text.find("AT_DISPATCH_", lo, offset)
+    while pos >= 0:
+        # str.find for the literal, then the pattern at that place: a regex starting
+        # with \b would try every character of the window
+        m = _MACRO.match(text, pos)
+        pos = text.find("AT_DISPATCH_", pos + 12, offset)
+        if m is None or (m.start() and (text[m.start() - 1].isalnum()
+                                        or text[m.start() - 1] == "_")):
+            continue
         args = _open_args(text, m.end(), offset)
         if args is None:
             continue                        # closed before ``offset``: not around it
@@ -245,6 +253,27 @@ def _norm(t: str) -> str:
     stars = t.count("*")
     base = t.replace("*", "").strip()
     return base + (" " + "*" * stars if stars else "")
+
+
+def split_call(args: str) -> list[str]:
+    """A call's argument list split at its top-level commas (``()``, ``[]``, ``{}``
+    nest; ``<`` does not: ``a < b`` and ``p->x`` are no brackets)."""
+    if not args.strip():
+        return []
+    if not any(c in args for c in "([{"):
+        return [a.strip() for a in args.split(",")]
+    out, depth, start = [], 0, 0
+    for m in _TOKEN.finditer(args):
+        c = m.group(0)
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(args[start:m.start()].strip())
+            start = m.end()
+    out.append(args[start:].strip())
+    return out
 
 
 def deduce(tparams: list["TemplateParam"], params: list["Param"],

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Callable
 from tree_sitter import Node
 
 from cudalint.model.consteval import eval_int, sizeof_type
-from cudalint.model.dispatch import arg_type, deduce, dispatch_aliases, expand_aliases
+from cudalint.model.dispatch import (arg_type, deduce, dispatch_aliases, expand_aliases,
+                                     split_call)
 from cudalint.parse import text
 
 if TYPE_CHECKING:
@@ -314,7 +315,8 @@ class Instances:
                                 split_args(site.template_args))
                 else:
                     args = deduce(params, fn.params,
-                                  [arg_type(a, site.before) for a in site.args])
+                                  [arg_type(a, site.before)
+                                   for a in split_call(site.args_text)])
                     if args is None:
                         unknown = unknown or any(p.default is None for p in params)
                         continue

@@ -84,9 +84,9 @@ class LaunchSite:
     # the type aliases of the dispatch calls around it (alias, its types or None:
     # model.dispatch), e.g. (("scalar_t", ("double", "float")),)
     aliases: tuple = ()
-    # without template arguments: its call arguments as written, and the launching
+    # without template arguments: its call's argument list as written, and the launching
     # function's text before it (their declarations), for deduced template arguments
-    args: tuple[str, ...] = ()
+    args_text: str = ""
     before: str = field(default="", repr=False, compare=False)
 
 
@@ -478,9 +478,7 @@ class ProjectIndex:
                 if targs else ()
             aliases = tuple(dispatch_aliases(text, offset, lo).items()) \
                 if dispatch else ()
-            args: tuple[str, ...] = ()
-            if not targs:
-                args = call_args(text, offset)
+            args = call_args(text, offset) if not targs else ""
             for k in targets:
                 out.append(LaunchSite(k, targs, block_text, path, offset, line, block,
                                       through, tvalues, aliases, args,

@@ -11,27 +11,30 @@ from __future__ import annotations
 import re
 
 
-def call_args(text: str, offset: int) -> tuple[str, ...]:
-    """The arguments of the launch at ``offset`` as written (``k<<<g, b>>>(a, b)``)."""
+_BRACKETS = re.compile(r"[()\[\]{}]")
+
+
+def call_args(text: str, offset: int) -> str:
+    """The argument list of the launch at ``offset`` as written, without its parentheses
+    (``k<<<g, b>>>(a, b)``: ``"a, b"``); split only where a template is deduced
+    (model.dispatch.split_call)."""
     end = text.find(">>>", offset, offset + 3000)
     if end < 0:
-        return ()
+        return ""
     p = end + 3
     while p < len(text) and text[p] in " \t\r\n":
         p += 1
     if p >= len(text) or text[p] != "(":
-        return ()
+        return ""
     depth = 0
-    for q in range(p, min(len(text), p + 3000)):
-        c = text[q]
-        if c in "([{":
+    for m in _BRACKETS.finditer(text, p, p + 3000):
+        if m.group(0) in "([{":
             depth += 1
-        elif c in ")]}":
+        else:
             depth -= 1
             if depth == 0:
-                inner = text[p + 1:q].strip()
-                return tuple(split_top(inner)) if inner else ()
-    return ()
+                return text[p + 1:m.start()].strip()
+    return ""
 
 
 def split_top(s: str) -> list[str]:
