@@ -31,7 +31,8 @@ class CudalintServer(NotebookDocuments, ProtocolHandlers, IncrementalPath, Docum
                          notebook_document_sync=NOTEBOOK_SYNC)
         self.options = ServerOptions()
         self.worker = Worker(DEFAULT_TIMEOUT_S, use_process)        # whole files
-        self.fast_worker = Worker(DEFAULT_TIMEOUT_S, use_process)   # edited kernels
+        self.fast_worker = Worker(DEFAULT_TIMEOUT_S, use_process,   # edited kernels
+                                  compile_all=True)
         self._full_pending: dict[str, asyncio.Task] = {}
         self._resolver: ConfigResolver | None = None
         self._analyses: dict[str, Analysis] = {}

@@ -145,14 +145,18 @@ class ProtocolHandlers:
                                      watchers=watchers))]))
 
     def _warm_up(self) -> None:
+        """Workers in threads import and compile here, before the first document; a
+        worker process starts warm (forked from the preloaded forkserver, or warmed by
+        its initializer)."""
         async def warm(worker: Worker):
             try:
                 await worker.call(_job_lint, "warm-up.cu", "__global__ void k() {}\n",
                                   Settings(), "cuda")
             except Exception:
                 pass
-        asyncio.ensure_future(warm(self.worker))
-        asyncio.ensure_future(warm(self.fast_worker))
+        for worker in (self.worker, self.fast_worker):
+            if not worker.use_process:
+                asyncio.ensure_future(warm(worker))
 
     @_guard()
     def on_shutdown(self, params: None) -> None:

@@ -1,17 +1,21 @@
-"""What the language server's worker processes start from: imported by the forkserver
+"""What the language server's worker processes start from. Imported by the forkserver
 (``cudalint.server.forkserver``) before it forks any worker, it imports the engine and
-the rules and lints a small CUDA file written to reach the tree-sitter queries that the
-analyses compile on first use (20-80 ms each, 12 of the 15 a corpus run compiles, some
-0.4 s in all). The workers are forked from that
-process, so both start with the imports done and the queries compiled, and one that is
-replaced after a time-out or a crash is ready at once.
+the rules and lints ``TINY`` (the model's index query, which every CUDA file needs), so
+each worker, a replacement after a time-out or a crash too, starts with that done. The
+fast worker then lints ``WARM_UP`` as it starts (``worker._worker_init``), a small file
+written to reach the queries the analyses compile on first use (20-80 ms each; 12 of
+the 15 a corpus run compiles, ~0.4 s of CPU in all), so that no keystroke waits for them;
+the forkserver does not, since the first document's analysis waits for the forkserver
+and needs only some of them (on a busy 2-core machine that CPU was on its path).
 
-The text has no floating-point literal or math call: it must not start libclang or its
-helper process (``analysis.fp.clang_process``), which a fork would share."""
+The texts have no floating-point literal or math call: they must not start libclang or
+its helper process (``analysis.fp.clang_process``), which a fork would share."""
 from __future__ import annotations
 
 import os
 import sys
+
+TINY = "__global__ void k(float* a) { a[threadIdx.x] = 0.0f; }\n"
 
 WARM_UP = """\
 #include <cuda_runtime.h>
@@ -104,13 +108,13 @@ void launch(const int* x, int* y, int* tmp, Pair* q, int n, int rows, int cols) 
 """
 
 
-def warm_up() -> None:
-    """Import the engine and the rules and lint ``WARM_UP``; a failure is no error (the
-    workers then do it themselves)."""
+def warm_up(text: str) -> None:
+    """Import the engine and the rules and lint ``text``; a failure is no error (the
+    analysis that needs them then imports and compiles them itself)."""
     try:
         from cudalint.config import Settings
         from cudalint.engine import lint_text
-        lint_text("warm-up.cu", WARM_UP, Settings(), "cuda")
+        lint_text("warm-up.cu", text, Settings(), "cuda")
     except Exception:
         pass
 
@@ -128,8 +132,11 @@ def _in_forkserver(server: int) -> None:
     except OSError:
         pass
     sys.stdout = sys.stderr
-    warm_up()
+    warm_up(TINY)
 
 
-if os.environ.get("CUDALINT_FORKSERVER", "").isdigit():
-    _in_forkserver(int(os.environ["CUDALINT_FORKSERVER"]))
+# taken out of the environment here, so that the workers forked from this process (which
+# import this module for the texts) do not take themselves for the forkserver
+_SERVER = os.environ.pop("CUDALINT_FORKSERVER", "")
+if _SERVER.isdigit():
+    _in_forkserver(int(_SERVER))

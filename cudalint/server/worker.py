@@ -9,6 +9,7 @@ import logging
 import multiprocessing
 import os
 import sys
+import threading
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
@@ -27,7 +28,7 @@ DEFAULT_TIMEOUT_S = 60.0
 # ---------------------------------------------------------------------------------------
 # The worker: one process (tree-sitter's parser and the rules' caches are per process).
 
-def _worker_init() -> None:
+def _worker_init(compile_all: bool = False) -> None:
     # stdout is the LSP channel of the parent: nothing in the worker may write there
     try:
         os.dup2(2, 1)
@@ -37,10 +38,10 @@ def _worker_init() -> None:
     # a SIGKILLed server must not leave its analysis worker running forever
     from cudalint.analysis.fp.clang_process import die_with_parent
     die_with_parent(os.getppid())
-    from cudalint.config import Settings as _S
-    from cudalint.engine import lint_text
-    lint_text("warm-up.cu", "__global__ void k(float* a) { a[threadIdx.x] = 0.0f; }\n",
-              _S(), "cuda")
+    from cudalint.server.preload import TINY, WARM_UP, warm_up
+    warm_up(TINY)           # done already where forked from the preloaded forkserver
+    if compile_all:
+        warm_up(WARM_UP)
 
 
 def _job_lint(path: str, text: str, settings: Settings, kind: str) -> FileResult:
@@ -75,6 +76,17 @@ def _job_fix_all(path: str, text: str, settings: Settings, kind: str, unsafe: bo
     return fix_text(path, text, settings, kind, unsafe)[0]
 
 
+def _ready() -> None:
+    """A job that does nothing: the pool starts its process for it."""
+
+
+def _first_job(pool: Executor) -> None:
+    try:
+        pool.submit(_ready)
+    except Exception:        # a broken start shows at the next job, which says why
+        pass
+
+
 class WorkerFailure(Exception):
     """The analysis did not finish: it ran out of time or its process died."""
 
@@ -82,9 +94,14 @@ class WorkerFailure(Exception):
 class Worker:
     """Runs analysis jobs one at a time in a worker process, with a time limit."""
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT_S, use_process: bool = True):
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT_S, use_process: bool = True,
+                 compile_all: bool = False):
         self.timeout = timeout
         self.use_process = use_process
+        # compile, as the process starts, the queries most files need (the fast worker:
+        # a keystroke must not wait for them; the whole-file worker's first document
+        # should not wait for those it does not need)
+        self.compile_all = compile_all
         self._pool: Executor | None = None
         self._lock: asyncio.Lock | None = None
 
@@ -93,8 +110,16 @@ class Worker:
             return
         if self.use_process:
             try:
-                self._pool = ProcessPoolExecutor(1, mp_context=_context(),
-                                                 initializer=_worker_init)
+                pool = ProcessPoolExecutor(1, mp_context=_context(),
+                                           initializer=_worker_init,
+                                           initargs=(self.compile_all,))
+                self._pool = pool
+                # the pool starts its process with its first job, and that start waits
+                # until the forkserver has its preload done: from a thread, so that the
+                # event loop meanwhile reads the client's messages and prepares their
+                # analyses (settings, first imports: ~0.15 s before the first job)
+                threading.Thread(target=_first_job, args=(pool,), daemon=True,
+                                 name="cudalint-worker-start").start()
                 return
             except Exception as exc:           # no processes here: analyse in a thread
                 log.warning("cudalint: no worker process (%s); analysing in a thread", exc)
