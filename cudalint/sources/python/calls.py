@@ -26,7 +26,7 @@ from cudalint.sources.python.modules import called_elsewhere
 from cudalint.sources.python.resolve import Extractor, Scope
 from cudalint.sources.python.snippets import Snippets, arg
 from cudalint.sources.python.units import (OPAQUE_PREFIX, EmbeddedKernel, PyLaunch, PyOption,
-                                           PythonExtraction, Unread)
+                                           PythonExtraction, Unread, opaque_in)
 
 _COMPOUND_BODIES = ("body", "orelse", "finalbody")
 _HEADER_FIELDS = ("test", "iter", "target", "items", "subject", "value", "targets")
@@ -506,8 +506,7 @@ class Collector(LaunchReader, Snippets):
                            no_extern_c=isinstance(nec, ast.Constant) and nec.value is True,
                            pieces=sorted(set(text.pieces)),
                            name_expressions=self.name_expressions(call, api, scope),
-                           opaque={t: o for t, o in ex.opaque.origins.items()
-                                   if t in text.text},
+                           opaque=opaque_in(text.text, ex.opaque.origins),
                            files=segments(text.text, ex.file_reads))
         if api.launch == A.LIBRARY_LAUNCH and api.block:
             k.launches.append(PyLaunch(kernel=None, block=(api.block,), grid=None,
