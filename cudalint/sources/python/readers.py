@@ -111,7 +111,8 @@ def _names(path: str, sig: tuple) -> frozenset[str]:
         data = Path(path).read_bytes()
     except OSError:
         return frozenset()
-    if b"__file__" not in data or len(data) > 1 << 20:
+    # files.py reads text with .read(), .read_text() and .readlines() only
+    if b"__file__" not in data or b".read" not in data or len(data) > 1 << 20:
         return frozenset()
     text = data.decode("utf-8", "replace")
     return frozenset(m.group(1).rsplit("/", 1)[-1] for m in _LITERAL_FILE.finditer(text))
