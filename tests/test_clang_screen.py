@@ -24,6 +24,8 @@ SPELLINGS = {
     "dollar in names": (b"M9", b"M$9"),
     "UTF-8 names": (b"M9", "M\u00e9".encode()),
     "UCN names": (b"M10 M9 M9", b"M10 M\\u00e9 M\\U000000E9"),
+    "no-break space": (b"#define M9", b"\xc2\xa0#\xc2\xa0define M9"),
+    "ideographic space": (b"#define M9", "\u3000#define\u3000M9".encode()),
 }
 
 
@@ -53,6 +55,18 @@ def test_literals_and_comments_hide_nothing():
     assert macro_expansion(hidden) == (None, 512)   # M9 unknown: one token
     # a trigraph `??=` is not `#` with C++17 (clang ignores it): that chain is no chain
     assert macro_expansion(CHAIN.replace(b"#define M9", b"??=define M9"))[0] is None
+
+
+def test_byte_order_marks_hide_no_define():
+    # fuzz seed 33: two BOMs before the chain's first line; the text libclang got had
+    # lost one, read `#define M0 (1.0)` and expanded 3 x 65,536 tokens (a hang), while
+    # the screen, reading the bytes, counted M0 as an unknown name (65,536: in budget)
+    chain = b"#define M0 (1.0)\n" + b"".join(b"#define M%d M%d M%d\n" % (i, i - 1, i - 1)
+                                             for i in range(1, 17))
+    assert macro_expansion(chain)[0] is not None
+    for marks in (b"\xef\xbb\xbf", b"\xef\xbb\xbf" * 2):
+        name, tokens = macro_expansion(marks + chain)
+        assert name is not None and tokens > MACRO_TOKENS_MAX, (marks, name, tokens)
 
 
 @pytest.mark.skipif(not libclang_available(), reason="libclang not installed")
