@@ -102,11 +102,11 @@ def _place(d: dict) -> tuple:
 
 def stuck_findings(texts_before: dict[str, str], texts_after: dict[str, str],
                    before: list[dict], after: list[dict]) -> list[tuple]:
-    """Findings a fix claimed to remove that the run after it still reports: of the
-    findings of one code at one place, more are left than had no fix. A place is the
-    row, carried through the edits (a fix often rewrites the very text its finding
-    covers: `float* in` -> `const float* __restrict__ in`), and, apart from that, the
-    code and the text covered (a finding that moved to another row)."""
+    """Findings a fix claimed to remove that the run after it still reports without a
+    fix: of the findings of one code at one place, more are left than had no fix. A
+    place is the row, carried through the edits (a fix often rewrites the very text its
+    finding covers: `float* in` -> `const float* __restrict__ in`), and, apart from
+    that, the code and the text covered (a finding that moved to another row)."""
     maps = {name: _row_map(texts_before[name], texts_after.get(name, texts_before[name]))
             for name in {d["filename"] for d in before if d.get("fix")}
             if name in texts_before}
@@ -130,6 +130,10 @@ def stuck_findings(texts_before: dict[str, str], texts_after: dict[str, str],
                 fixable[k] = fixable.get(k, 0) + 1
         left: dict[tuple, int] = {}
         for d in after:
+            if d.get("fix"):
+                # its fix was not applied (refused: the file would parse worse, or it
+                # overlapped another): whether a second run applies it is the other check
+                continue
             k = key(d, True)
             left[k] = left.get(k, 0) + 1
         stuck += [k for k, n in left.items() if k in fixable
