@@ -214,3 +214,25 @@ def test_no_compile_call_of_these_forms_is_dropped_in_silence():
                 [k.call_start for k in ex.kernels] + [u.start for u in ex.unread]
                 + [u.start for u in ex.wrappers] + [u.start for u in ex.not_compiled]}
         assert calls and seen == calls, (path.name, sorted(calls), sorted(seen))
+
+
+def test_three_names_assigned_in_branches_give_one_kernel_per_branch():
+    """cupyx's _pba_3d.py:319: the parameter lists and the operation each assigned in an
+    if/else: three levels of branches, 2 x 2 x 2 kernels (at most 8)."""
+    ex = extract_python_units(
+        "import cupy\n"
+        "def make(a, b, c):\n"
+        "    if a:\n"
+        "        in_params = 'T x'\n"
+        "    else:\n"
+        "        in_params = 'T x, T w'\n"
+        "    if b:\n"
+        "        out_params = 'T y'\n"
+        "    else:\n"
+        "        out_params = 'T y, T z'\n"
+        "    if c:\n"
+        "        op = 'y = x;'\n"
+        "    else:\n"
+        "        op = 'y = -x;'\n"
+        "    return cupy.ElementwiseKernel(in_params, out_params, op, 'k')\n", "t.py")
+    assert len(ex.kernels) == 8 and not ex.unread

@@ -467,7 +467,7 @@ class Collector(LaunchReader, Snippets):
         a kernel of its own (at most MAX_BRANCHES in all); nothing is guessed."""
         hit = self.ex.branch_hit
         alts = self.ex.alternatives(hit[1], hit[0], hit[2]) if hit else None
-        if not alts or len(alts) < 2 or depth > 1:
+        if not alts or len(alts) < 2 or depth > 2:
             return []
         why = self.ex.why
         owner = hit[0]
