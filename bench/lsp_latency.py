@@ -241,7 +241,11 @@ async def server_latency(path: Path, text: str, edits: int, debounce: int,
     env = dict(os.environ)
     if site != ".":
         env["PYTHONPATH"] = site
-    await client.start_io(sys.executable, "-m", "cudalint", "server", env=env)
+    # started in the file's folder, as an editor starts it in the workspace: `python -m`
+    # puts its working directory first on sys.path, so started here (the repository) the
+    # server would import this tree's cudalint whatever PYTHONPATH says
+    await client.start_io(sys.executable, "-m", "cudalint", "server", env=env,
+                          cwd=str(path.parent))
     await client.initialize_async(types.InitializeParams(
         capabilities=types.ClientCapabilities(), root_uri=path.parent.as_uri(),
         initialization_options={"debounce": debounce, "fullDelay": full_delay}))
