@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cudalint import rule_url
 from cudalint.config import Settings
@@ -102,7 +102,13 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
         units.extend(_python_units(file, settings, notices, unread))
 
     unit_rules = [r for r in rules if r.target == "unit"]
+    seen: set = set()
     for unit in units:
+        key = _analysis_key(unit)
+        if key is not None:
+            if key in seen:
+                continue
+            seen.add(key)
         ctx = UnitContext(unit, settings)
         if settings.parse_notices and _wants_notices(rules):
             for off, msg in _parse_notices(ctx):
@@ -162,6 +168,19 @@ def lint_notebook(path: str, text: str, settings: Settings) -> FileResult:
         result.lines[cell * CELL_KEY + in_cell] = line
     result.unread = [(nb.locate(r)[1], c, m) for r, c, m in inner.unread]
     return result
+
+
+def _analysis_key(unit: Unit) -> tuple | None:
+    """All that a Python-embedded unit's findings depend on, or None. Two compile calls of
+    one source with the same options and launches (a call in an unrolled loop, copies:
+    fuzz seed 33 had 40 in a 2.4 KB file, 9.7 s) give the same findings at the same file
+    positions, since those come through the text's char map: the second is not analysed
+    again. Text read from a file is told at each call (``files``): never merged."""
+    emb = unit.embedded
+    if emb is None or emb.files:
+        return None
+    return (unit.text, sorted(unit.extra_defines.items()).__repr__(),
+            repr(replace(emb, call_start=0, call_end=0)), repr(unit.launches))
 
 
 def _distinct(diagnostics) -> list[Diagnostic]:

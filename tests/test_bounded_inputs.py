@@ -284,3 +284,29 @@ def test_deep_toml_never_reaches_tomllib(tmp_path, monkeypatch):
     ok.write_text("# [[[[[[[[\n" * 100 + 'select = ["CL2"]\n')
     config.load_config_file(ok)
     assert len(calls) == 1
+
+
+def test_one_source_compiled_many_times_is_analysed_once(monkeypatch):
+    # fuzz seed 33: 40 copies of one RawModule call took 9.7 s; each copy's findings are
+    # the same at the same file positions (they come through the string's char map)
+    import cudalint.engine as engine
+    made = []
+    real = engine.UnitContext
+    monkeypatch.setattr(engine, "UnitContext", lambda u, s: made.append(u) or real(u, s))
+    head = ("import cupy as cp\nCODE = r'''\n__global__ void k(float* a) {\n"
+            "  a[threadIdx.x * 32] = 0;\n}\n'''\n")
+    call = "m = cp.RawModule(code=CODE)\n"
+    once = lint_bytes("m.py", (head + call).encode(), ALL, "python")
+    n_once = len(made)
+    many = lint_bytes("m.py", (head + call * 40).encode(), ALL, "python")
+    assert len(made) - n_once == n_once            # the 39 copies cost nothing more
+    assert [d.to_json() if hasattr(d, "to_json") else (d.code, d.row, d.col, d.message)
+            for d in once.diagnostics] == \
+        [d.to_json() if hasattr(d, "to_json") else (d.code, d.row, d.col, d.message)
+         for d in many.diagnostics]
+    assert any(d.code == "CL201" for d in many.diagnostics)
+    # different options are a different analysis
+    made.clear()
+    lint_bytes("m.py", (head + call + "m = cp.RawModule(code=CODE, options=('-DX=1',))\n"
+                        ).encode(), ALL, "python")
+    assert len(made) == 2
