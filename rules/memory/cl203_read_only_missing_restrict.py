@@ -72,10 +72,10 @@ class ReadOnlyMissingRestrict(Rule):
     (Pointcept's aggregation and subtraction backward, llm.c's encoder backward). CL205
     reports the parameter on request. Measured on an H100 (`tools/gputruth/not_worth.py`,
     `fixtures/CL203/not_worth.json`; 2^21 threads, CUDA events, median of 21): with
-    `const __restrict__` such reloads saved -4.5% to +5.3% (median 0.2%) over 18 shapes
+    `const __restrict__` such reloads saved -4.5% to +5.3% (median 0.2%) over 36 shapes
     (2, 3 or 4 atomics, per thread or in a 16-pass loop, distinct, contended or
     scattered targets, the element invariant or new each pass), while the same kernels
-    reloading a gathered row (`g[idx[t] * c + t % c]`) saved 1.7% to 44% (median 17%):
+    reloading a gathered row (`g[idx[t] * c + t % c]`) saved 1.7% to 44% (median 18%):
     those stay reported, as do strided reloads (not measured) and reloads after plain
     stores only (`split` above: 1.22x).
 
@@ -320,9 +320,9 @@ def beside_atomics(ctx, kernel, reload) -> bool:
     """A reload that is no default finding: an atomic comes between its loads, no barrier
     does, and every one of its loads is coalesced (consecutive lanes read side by side).
     Measured on an H100 (fixtures/CL203/not_worth.json, tools/gputruth/not_worth.py):
-    such reloads saved -4.5% to +5.3% with `const __restrict__` (median 0.2%, 18
+    such reloads saved -4.5% to +5.3% with `const __restrict__` (median 0.2%, 36
     shapes: 2-4 atomics, per thread or in a loop, distinct, contended or scattered
-    targets); a gathered reload (`g[idx[t] * c + t % c]`) saved 1.7% to 44% (median 17%)
+    targets); a gathered reload (`g[idx[t] * c + t % c]`) saved 1.7% to 44% (median 18%)
     and stays reported, as do strided reloads (not measured) and reloads after plain
     stores only (`split`: 1.22x, fixtures/CL203/timing.json). CL205 reports the
     parameter on request."""
