@@ -67,6 +67,13 @@ def _chosen_warps(nwarps: int) -> list[int]:
     return sorted(w for w in chosen if 0 <= w < nwarps)
 
 
+# a __shared__ array past this many bytes fails to compile (GPUs hold at most 228 KB of
+# shared memory a block): a run of its kernel stops there (issue 25). Fuzzed notebooks
+# declared `s[1 << 62][1 << 62]`; byte addresses past 2**61 hash alike in Python's
+# dictionaries (i * 2**64 + 4 * tid hashes as 8 * i + 4 * tid), and the access log slowed
+# to 8 us a lookup (12 s CPU for a 4 KB notebook)
+MAX_SHARED_BYTES = 1 << 32
+
 class BlockRun(ExpressionEval, CallEval, SharedLog):
     """One execution of a kernel for one block shape and one sample. The driver,
     the masks of active threads, statements, declarations and variables are here;
@@ -609,6 +616,8 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
                 size *= d
         elif not var.dims:
             size = esize
+        if size is not None and size > MAX_SHARED_BYTES:
+            raise GiveUp("a __shared__ array no GPU can hold")
         return SPtr(var.key, 0, var.elem, tuple(var.dims), size)
 
     def env_int(self, node_text: str) -> int | None:
