@@ -55,6 +55,7 @@ from cudalint.analysis.memory.lane_values import COUNTER_SAMPLES, N_SAMPLES, Opa
 from cudalint.analysis.memory.lanes import (MAX_NEST, _direction, _no_known_block,
                                             any_1d_block, _one_dimensional, _Parents,
                                             launch_bindings)
+from cudalint.model.consteval import sizeof_type
 from cudalint.model.instances import Instances
 from cudalint.model.launch_shape import block_shape
 from cudalint.model.types import StructType
@@ -115,6 +116,7 @@ class GlobalRaces:
                 structs.setdefault("", StructType("", 0, {}))
             return structs
         barrier_fns = None
+        shared: dict[tuple, list[GlobalRace]] = {}
         for fn in ctx.analysis(Instances).kernels():
             if fn.body is None or b"threadIdx" not in fn.body.text and not any(
                     b"threadIdx" in (c.body.text or b"") for _, c in device_calls(ctx, fn)
@@ -132,7 +134,8 @@ class GlobalRaces:
             if barrier_fns is None:
                 barrier_fns = {f.name for f in ctx.model.functions
                                if f.body is not None and _BLOCK_BARRIER.search(f.body.text)}
-            self.items.extend(_kernel_races(ctx, fn, sites, lazy_structs, barrier_fns, up))
+            self.items.extend(_kernel_races(ctx, fn, sites, lazy_structs, barrier_fns, up,
+                                            shared))
 
 
 def _aliases(ctx: "UnitContext", fn: "Function") -> dict[str, str]:
@@ -231,7 +234,8 @@ def _engine(ctx, fn, shape, structs, values, bx: int) -> _AtBlock:
     return lanes
 
 
-def _kernel_races(ctx, fn, sites, structs, barrier_fns, up) -> list[GlobalRace]:
+def _kernel_races(ctx, fn, sites, structs, barrier_fns, up,
+                  shared: dict | None = None) -> list[GlobalRace]:
     shape = block_shape(ctx, fn)
     if shape is None and _one_dimensional(fn) and _no_known_block(ctx, fn):
         shape = any_1d_block(fn)
@@ -251,9 +255,14 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns, up) -> list[GlobalRace]:
     if not (same_block or cross_block):
         return []
     values = {name: v for name, (v, _) in launch_bindings(ctx, fn).items()}
+    alias = _aliases(ctx, fn)
+    key = None
+    if shared is not None and fn.type_bindings:
+        key = _share_key(fn, shape, values, alias, [c for _, c in device_calls(ctx, fn)])
+    if key is not None and shared.get(key) == []:
+        return []               # another element size of the same instantiation: no race
     engines = [_engine(ctx, fn, shape, structs, values, bx) for bx in (0, 1)]
     evaluated = []
-    alias = _aliases(ctx, fn)
     for node, store, load in sites:
         per_block = []
         for lanes in engines:
@@ -286,7 +295,48 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns, up) -> list[GlobalRace]:
         o_node, o_store = evaluated[j][0], evaluated[j][2]
         found.append(GlobalRace(fn, s_node, o_node, o_store and i != j, region,
                                 (t1, t2), blocks, byte, shape.dims, vias.get(i)))
+    if key is not None:
+        # a race found is not shared: its byte and message (the instantiation a call
+        # names) are the instantiation's own, and races are rare
+        shared.setdefault(key, found)
     return found
+
+
+# what makes an element size reach an address other than by scaling every element of
+# a buffer alike: the size itself, a reinterpretation, a cast to a pointer type
+_SIZE_SEEN = re.compile(
+    rb"\bsizeof\b|\balignof\b|\b_?_?alignof__?\b|\breinterpret_cast\b|\bunion\b|"
+    rb"\*\s*(?:const\s*|__restrict__\s*)?\*|"
+    rb"_cast\s*<[^<>;]*\*|\(\s*(?:(?:const|volatile|unsigned|signed|struct)\s+)*"
+    rb"[A-Za-z_][\w:]*\s*(?:const\s*)?\*+\s*(?:const\s*|__restrict__\s*)?\)")
+_VECTOR_NAME = re.compile(r"[234]$")
+
+
+def _share_key(fn: "Function", shape, values: dict[str, int], alias: dict[str, str],
+               callees: list) -> tuple | None:
+    """What the race search of an instantiation can see, or None when that is more
+    than its non-type arguments, block and launch constants: the scalar types its type
+    parameters are bound to matter only by their sizes, and a size only scales every
+    byte offset and width into the buffers of that type alike (``x[i]`` of a ``T*`` is
+    at ``i * sizeof(T)``, ``sizeof(T)`` wide), which keeps which threads' elements meet,
+    unless the text reads a size (``sizeof``), reinterprets memory (casts to pointer
+    types, unions), binds a vector or struct type (fields at fixed offsets) or a launch
+    passes one buffer to two parameters (of two types, maybe). The engine's values carry
+    no type (``T v = ...`` evaluates alike for any T), which is why one instantiation
+    per size was all the analyses needed before."""
+    for name, t in fn.type_bindings.items():
+        t = " ".join(t.replace("const", " ").split())
+        if sizeof_type(t) is None or _VECTOR_NAME.search(t):
+            return None
+    if any(k != v for k, v in alias.items()):
+        return None
+    for f in [fn, *callees]:
+        # the whole definition: parameters (``T**``) and body
+        if _SIZE_SEEN.search(f.node.text or b""):
+            return None
+    return (fn.node.id, tuple(sorted(fn.bindings.items())),
+            tuple(sorted(fn.type_bindings)), type(shape).__name__, shape.dims,
+            tuple(sorted(values.items())))
 
 
 class _CalleeAtBlock(_AtBlock, CalleeLanes):
