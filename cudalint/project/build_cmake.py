@@ -26,6 +26,11 @@ class _Word:
     cuda_only: bool | None = None   # True: under $<COMPILE_LANGUAGE:CUDA>, False: other lang
 
 
+# words of one command's arguments or of one variable's value that are read (issue 25): a
+# fuzzed CMakeLists.txt doubled CMAKE_CUDA_FLAGS on each of its `set` lines (an escaped
+# quote left every line's `${CMAKE_CUDA_FLAGS}` in the value twice): 3.9 million flags
+# and 13 s of CPU for 2 KB. Real flag variables hold tens of words
+MAX_WORDS = 4096
 _GENEX_LANG = re.compile(r"\$<\$<COMPILE_LANG(?:UAGE|_AND_ID):([A-Za-z_+]+)[^>]*>:")
 
 
@@ -65,6 +70,8 @@ class _CMake:
                 out.extend(self._expand(inner[0], split=False))
             else:
                 out.extend(self._expand(node, split=True))
+            if len(out) >= MAX_WORDS:
+                return out[:MAX_WORDS]
         return out
 
     def _expand(self, node, split: bool) -> list[_Word]:
@@ -85,6 +92,8 @@ class _CMake:
             pieces.append((data[pos - base:], pos, node.end_byte))
         words: list[_Word] = []
         for p in pieces:
+            if len(words) >= MAX_WORDS:
+                return words[:MAX_WORDS]
             if isinstance(p, list):
                 words.extend(p)
                 continue
@@ -138,11 +147,12 @@ class _CMake:
                 vals = args[1:i]
             self.vars[head] = vals
         elif ident == "string" and head == "APPEND" and len(args) >= 2:
-            self.vars[args[1].text] = self.vars.get(args[1].text, []) + args[2:]
+            self.vars[args[1].text] = (self.vars.get(args[1].text, []) + args[2:])[:MAX_WORDS]
         elif ident == "list" and head in ("APPEND", "PREPEND", "INSERT") and len(args) >= 2:
             vals = args[3:] if head == "INSERT" else args[2:]
             old = self.vars.get(args[1].text, [])
-            self.vars[args[1].text] = vals + old if head == "PREPEND" else old + vals
+            self.vars[args[1].text] = (vals + old if head == "PREPEND" else old + vals
+                                       )[:MAX_WORDS]
         elif ident in ("add_library", "add_executable", "cuda_add_library",
                        "cuda_add_executable"):
             words = [w for w in args[1:] if w.text not in (
