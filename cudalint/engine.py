@@ -179,8 +179,11 @@ def _analysis_key(unit: Unit) -> tuple | None:
     emb = unit.embedded
     if emb is None or emb.files:
         return None
-    return (unit.text, sorted(unit.extra_defines.items()).__repr__(),
-            repr(replace(emb, call_start=0, call_end=0)), repr(unit.launches))
+    try:
+        return (unit.text, repr(sorted(unit.extra_defines.items())),
+                repr(replace(emb, call_start=0, call_end=0)), repr(unit.launches))
+    except (ValueError, RecursionError):    # an int over 4,300 digits (fuzz seed 34)
+        return None
 
 
 def _distinct(diagnostics) -> list[Diagnostic]:

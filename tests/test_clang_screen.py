@@ -125,3 +125,19 @@ def test_dispatch_macros_as_real_code_nests_them_stay_under_the_budget():
         b"); }); });\n"
     name, tokens = macro_expansion(dispatch + b"void f() { " + call + b"}\n")
     assert name is None and 4 ** 3 * 150 <= tokens < 20_000
+
+
+def test_a_cycle_does_not_hide_a_chain_behind_it():
+    # fuzz seed 34: M12 names M16, which (through M15..M13) names M12 again. Inside M12's
+    # expansion M16 is blocked; from the kernel it is not, and expands to 98,352 tokens.
+    # The screen bounded M16 inside M12 (as 16 tokens) and kept that bound for the use.
+    chain = b"#define M0 (1.0)\n" + b"".join(b"#define M%d M%d M%d\n" % (i, i - 1, i - 1)
+                                             for i in range(1, 17))
+    src = chain.replace(b"#define M12 M11 M11\n", b"#define M12 M11 M16 M15 M15\n")
+    src += b"__global__ void k(float* y) { y[0] = M16; }\n"
+    name, tokens = macro_expansion(src)
+    assert name is not None and tokens > MACRO_TOKENS_MAX, (name, tokens)
+    # a short cycle stays small (A expands to 3 tokens; a bound may count more, never
+    # less, as a macro's own bound is reused inside an expansion that blocks it)
+    name, tokens = macro_expansion(b"#define A B x\n#define B A y\nint a = A;\n")
+    assert name is None and 3 <= tokens <= 4
