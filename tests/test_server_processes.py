@@ -88,3 +88,51 @@ def test_a_killed_server_leaves_no_worker(tmp_path):
     while time.monotonic() < deadline and any(_alive(p) for p in family):
         time.sleep(0.1)
     assert [p for p in family if _alive(p)] == []
+
+
+def _started_by(server: int) -> list[int]:
+    """Processes whose environment names ``server`` as the forkserver's server: the
+    forkserver and every worker forked from it, whoever their parent is now."""
+    needle = f"CUDALINT_FORKSERVER={server}".encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if needle in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                    out.append(int(entry))
+            except OSError:
+                continue
+    return out
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.15, 0.3, 0.6, 1.0])
+def test_a_server_killed_while_its_workers_start_leaves_none(tmp_path, delay):
+    """Killed right after `initialized`, while the forkserver forks the workers: a worker
+    whose parent died before it set its death signal must see that and exit (it was
+    left behind, re-parented to init, by a test that shut a server down this fast)."""
+    server = subprocess.Popen([sys.executable, "-m", "cudalint", "server"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, cwd=tmp_path)
+    try:
+        server.stdin.write(_message({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                     "params": {"capabilities": {}}}))
+        server.stdin.flush()
+        read = b""
+        deadline = time.monotonic() + 120
+        while b'"id": 1' not in read and b'"id":1' not in read and \
+                time.monotonic() < deadline:
+            chunk = os.read(server.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            read += chunk
+        server.stdin.write(_message({"jsonrpc": "2.0", "method": "initialized",
+                                     "params": {}}))
+        server.stdin.flush()
+        time.sleep(delay)
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and [p for p in _started_by(server.pid) if _alive(p)]:
+        time.sleep(0.1)
+    assert [p for p in _started_by(server.pid) if _alive(p)] == []

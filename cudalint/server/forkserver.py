@@ -38,3 +38,16 @@ def prestart() -> None:
         forkserver.ensure_running()
     except Exception as exc:                   # the first worker starts it, or spawns
         log.warning("cudalint: forkserver not started early (%s)", exc)
+
+
+def _parent_of_workers(ctx) -> int | None:
+    """The pid the workers' parent will have: the forkserver's (started now if it is
+    not running), or this process's when workers are spawned; None if unknown."""
+    if ctx.get_start_method() != "forkserver":
+        return os.getpid()
+    try:
+        from multiprocessing import forkserver
+        forkserver.ensure_running()
+        return forkserver._forkserver._forkserver_pid     # multiprocessing's one server
+    except Exception:
+        return None

@@ -18,7 +18,7 @@ from cudalint import rule_url
 from cudalint.config import Settings
 from cudalint.diagnostics import Diagnostic
 from cudalint.engine import FileResult
-from cudalint.server.forkserver import _context
+from cudalint.server.forkserver import _context, _parent_of_workers
 
 log = logging.getLogger("cudalint.server")
 
@@ -28,16 +28,19 @@ DEFAULT_TIMEOUT_S = 60.0
 # ---------------------------------------------------------------------------------------
 # The worker: one process (tree-sitter's parser and the rules' caches are per process).
 
-def _worker_init(compile_all: bool = False) -> None:
+def _worker_init(compile_all: bool = False, parent: int | None = None) -> None:
     # stdout is the LSP channel of the parent: nothing in the worker may write there
     try:
         os.dup2(2, 1)
     except OSError:
         pass
     sys.stdout = sys.stderr
-    # a SIGKILLed server must not leave its analysis worker running forever
+    # a SIGKILLed server must not leave its analysis worker running forever: the worker
+    # dies with its parent (the forkserver, which dies with the server; or the server),
+    # and exits at once if that parent is already gone (``parent``: asked of it by pid,
+    # since a worker whose parent died before this line has init for its parent)
     from cudalint.analysis.fp.clang_process import die_with_parent
-    die_with_parent(os.getppid())
+    die_with_parent(parent if parent is not None else os.getppid())
     from cudalint.server.preload import TINY, WARM_UP, warm_up
     warm_up(TINY)           # done already where forked from the preloaded forkserver
     if compile_all:
@@ -110,9 +113,9 @@ class Worker:
             return
         if self.use_process:
             try:
-                pool = ProcessPoolExecutor(1, mp_context=_context(),
-                                           initializer=_worker_init,
-                                           initargs=(self.compile_all,))
+                ctx = _context()
+                pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=_worker_init,
+                                           initargs=(self.compile_all, _parent_of_workers(ctx)))
                 self._pool = pool
                 # the pool starts its process with its first job, and that start waits
                 # until the forkserver has its preload done: from a thread, so that the
