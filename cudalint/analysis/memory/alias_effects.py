@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from cudalint.model.kernels import Function
 
 _LOOPS = frozenset({"for_statement", "while_statement", "do_statement"})
+MAX_VISITS = 10_000     # definitions one thread_dependent question visits (issue 25)
 _CONDITIONAL = frozenset({"if_statement", "switch_statement", "conditional_expression",
                           "lambda_expression", "case_statement"}) | _LOOPS
 _BARRIERS = re.compile(r"^(?:__syncthreads(?:_count|_and|_or)?|__syncwarp|__threadfence"
@@ -218,6 +219,13 @@ class _Kernel:
         are uniform; ``threadIdx`` and what is computed from it are not."""
         if len(seen) > 32:
             return True                         # a chain of locals too long to follow
+        # and at most MAX_VISITS definitions visited per question (issue 25): paths through
+        # locals with several definitions multiply (a 70 KB fuzzed file: over 240 s)
+        if not seen:
+            self._visits = 0
+        self._visits += 1
+        if self._visits > MAX_VISITS:
+            return True
         params = {p.name for p in self.fn.params}
         for ident in _identifiers(n):
             name = text(ident)
