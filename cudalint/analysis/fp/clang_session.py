@@ -353,7 +353,10 @@ def macro_expansion(src: bytes) -> tuple[str | None, int]:
     took it to 1.3 GB. So each macro is bounded linearly in its arguments' sizes (its
     own tokens, and how many copies of each parameter it makes), calls in bodies
     included, and so is every call in the source."""
-    if b"def" not in src and b"\\" not in src:  # `d\\<line end>efine` is `define` too
+    if b"define" not in src and not (b"\\" in src and (
+            b"\\u" in src or b"\\U" in src or _SPLICE.search(src))):
+        # `define` is spelled in the bytes, or joined by a splice (`d\\<line end>efine`),
+        # or made of universal character names: in none of them, no directive defines
         return None, 0
     lines = _logical_lines(src)
     bodies: dict[bytes, list[list[bytes]]] = {}
@@ -423,11 +426,39 @@ def macro_expansion(src: bytes) -> tuple[str | None, int]:
     if params:
         # every call in the source: its arguments may be calls, nested as deep as the
         # source likes
-        biggest, name = _bounded(_TOKEN.findall(lines), bound, params, (), cap)[2]
+        biggest, name = _largest_call(lines, bound, params, cap)
         largest = max(largest, biggest)
         if biggest >= cap:
             return name.decode("latin-1"), largest
     return None, largest
+
+
+def _largest_call(lines: bytes, bound: dict[bytes, _Bound], params: dict[bytes, list],
+                  cap: int) -> tuple[int, bytes]:
+    """The largest call in ``lines`` not inside another (its tokens, its macro), as
+    :func:`_bounded` over every token of ``lines`` finds it, the first to reach ``cap``
+    ending the search; but only the tokens of calls are read: outside a call a token
+    adds nothing to a call's size. A call starts where a whole name token of a
+    function-like macro is followed by ``(`` (blanks between), which a search finds
+    without tokenizing the text before it (over /tmp/real: most of a file's tokens)."""
+    # a name left unbounded (a provisional bound dropped) calls nothing: one token
+    names = sorted((n for n in params if n in bound), key=len, reverse=True)
+    if not names:
+        return 0, b""
+    start = re.compile(rb"(?<![\w$\x80-\xff])(?:" + b"|".join(map(re.escape, names))
+                       + rb")(?![\w$\x80-\xff])\s*\(")
+    biggest: tuple[int, bytes] = (0, b"")
+    pos = 0
+    while True:
+        m = start.search(lines, pos)
+        if m is None:
+            return biggest
+        tokens = _TOKEN.finditer(lines, m.start())
+        got, pos = _bounded_call(tokens, bound, params, cap)
+        if got[0] > biggest[0]:
+            biggest = got
+        if biggest[0] >= cap or pos < 0:
+            return biggest
 
 
 # steps of the screen's walk over the definitions (cycles recount what stands on them):
@@ -491,6 +522,53 @@ def _bounded(toks: list[bytes], bound: dict[bytes, _Bound], params: dict[bytes, 
             for k, v in arg[1].items():
                 copies[k] = min(cap, copies.get(k, 0) + v)
     return own, copies, biggest
+
+
+def _bounded_call(tokens, bound: dict[bytes, _Bound], params: dict[bytes, list], cap: int
+                  ) -> tuple[tuple[int, bytes], int]:
+    """The call that ``tokens`` (matches of :data:`_TOKEN`) open with its macro's name
+    and ``(``, bounded as :func:`_bounded` bounds it: ((its tokens, its macro), the
+    offset after its ``)``), or ((0, b""), -1) when the text ends inside it."""
+    frames: list[list] = []             # open calls: [macro, arguments, depth]
+    pending: bytes | None = None        # a name whose next token decides if it calls
+    for m in tokens:
+        t = m.group()
+        if pending is not None:
+            name, pending = pending, None
+            if t == b"(":
+                frames.append([name, [[0, {}]], 0])
+                continue
+            _argument_token(frames, name, bound, cap)
+        if t in params and t in bound:
+            pending = t
+            continue
+        if frames[-1][2] == 0 and t in (b")", b","):
+            frame = frames[-1]
+            if t == b",":
+                frame[1].append([0, {}])
+                continue
+            frames.pop()
+            value = _call(bound[frame[0]], params[frame[0]], frame[1], cap)
+            if not frames:
+                return (value[0], frame[0]), m.end()
+            target = frames[-1][1][-1]
+            target[0] = min(cap, target[0] + value[0])
+            for k, v in value[1].items():
+                target[1][k] = min(cap, target[1].get(k, 0) + v)
+            continue
+        _argument_token(frames, t, bound, cap)
+    return (0, b""), -1
+
+
+def _argument_token(frames: list[list], t: bytes, bound: dict[bytes, _Bound], cap: int
+                    ) -> None:
+    """A token that opens or closes no call, counted into the innermost call's argument
+    (its bound if it is an object-like macro or a function-like one not called)."""
+    frames[-1][2] += (t == b"(") - (t == b")")
+    got = bound.get(t)
+    size = 1 if got is None else max(1, min(cap, got[0] + sum(got[1].values())))
+    target = frames[-1][1][-1]
+    target[0] = min(cap, target[0] + size)
 
 
 def _call(macro: _Bound, names: list[bytes], args: list, cap: int) -> tuple[int, dict]:
