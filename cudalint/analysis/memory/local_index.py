@@ -38,8 +38,6 @@ loops, and elements of local tables with constant contents at static indices
 """
 from __future__ import annotations
 
-import re
-
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -47,8 +45,11 @@ from typing import TYPE_CHECKING, Callable
 
 from tree_sitter import Node
 
-from cudalint.model.consteval import eval_int, sizeof_type
+from cudalint.model.consteval import sizeof_type
 from cudalint.model.types import type_size
+from cudalint.analysis.memory.local_loops import (
+    _counter_name, _declared_name, _declares, _is_store, _mentions, _step, _unroll_one,
+    _unroll_pragma, first_value, trip_with)
 from cudalint.parse import captures, text
 
 if TYPE_CHECKING:
@@ -79,13 +80,11 @@ _NARROW_OR_WIDE = frozenset({"char", "unsigned char", "signed char", "uint8_t", 
                              "double", "long long", "unsigned long long", "int64_t",
                              "uint64_t", "size_t", "long", "unsigned long", "__half",
                              "half", "__nv_bfloat16", "double2"})
-_MAX_TRIP = 1 << 16
 _TARGETS = """
 (assignment_expression left: _ @t)
 (update_expression argument: _ @t)
 """
 _LOOPS = frozenset({"for_statement", "while_statement", "do_statement"})
-_UNROLL_ONE = re.compile(r"#\s*pragma\s+unroll\s*\(?\s*1\s*\)?\s*$")
 
 
 @dataclass
@@ -358,6 +357,9 @@ class _Indexer:
         if t == "subscript_expression":
             if self.table_element(n, depth):
                 return "static", "", ""
+            element = self.local_element(n, depth)
+            if element is not None:
+                return element
             return "dynamic", f"a value loaded from memory (`{text(n)}`)", "memory"
         if t == "pointer_expression":
             return "dynamic", f"a value loaded from memory (`{text(n)}`)", "memory"
@@ -411,22 +413,7 @@ class _Indexer:
             return "unknown", "", ""          # may be a constant after inlining
         loop = self.loop_of_counter(n, name)
         if loop is not None:
-            trip = self.trip_count(loop, name)
-            if _unroll_one(loop):
-                return "dynamic", f"the counter `{name}` of a loop kept rolled by " \
-                                  "`#pragma unroll 1`", "counter"
-            if trip is None:
-                if self.modified_in_loop(loop, name):
-                    return "unknown", "", ""
-                # up to 16 elements nvcc bounds the loop by the array and unrolls it
-                return "dynamic", f"the counter `{name}` of a loop with a run-time trip " \
-                                  "count", "runtime_counter"
-            if trip >= ROLLED_TRIP and not _unroll_pragma(loop):
-                return "dynamic", f"the counter `{name}` of a {trip}-iteration loop that " \
-                                  "nvcc does not unroll fully", "counter"
-            if trip > UNROLLED_TRIP and not _unroll_pragma(loop):
-                return "unknown", "", ""        # between the measured trip counts
-            return "static", "", ""
+            return self.counter(loop, name)
         if name in self.visiting:
             return "static", "", ""             # `c = c + 1`: the other parts decide
         defs = self.definitions(name)
@@ -457,6 +444,117 @@ class _Indexer:
         if kind == "dynamic" and not why.startswith(f"`{name}`"):
             return kind, f"`{name}` (from {why})", source
         return kind, why, source
+
+    def counter(self, loop: Node, name: str) -> tuple[str, str, str]:
+        """The counter ``name`` (an identifier, or an element of a local array:
+        ``for (o[0] = 0; o[0] < 2; ++o[0])``) of ``loop``."""
+        trip = self.trip_count(loop, name)
+        if _unroll_one(loop):
+            return "dynamic", f"the counter `{name}` of a loop kept rolled by " \
+                              "`#pragma unroll 1`", "counter"
+        if trip is None:
+            if self.modified_in_loop(loop, name):
+                return "unknown", "", ""
+            # up to 16 elements nvcc bounds the loop by the array and unrolls it
+            return "dynamic", f"the counter `{name}` of a loop with a run-time trip " \
+                              "count", "runtime_counter"
+        if trip >= ROLLED_TRIP and not _unroll_pragma(loop):
+            return "dynamic", f"the counter `{name}` of a {trip}-iteration loop that " \
+                              "nvcc does not unroll fully", "counter"
+        if trip > UNROLLED_TRIP and not _unroll_pragma(loop):
+            return "unknown", "", ""        # between the measured trip counts
+        return "static", "", ""
+
+    def local_element(self, n: Node, depth: int) -> tuple[str, str, str] | None:
+        """``o[0]`` or ``pi[0]``, an element at static indices of a local array of this
+        function that is not a constant table: the counter of a loop around it (then as
+        a counter), or an element every store gives a static value at static indices,
+        outside loops of run-time length and conditions on data (``pi[q] = (e + q) % 3``
+        in constant loops: a constant after unrolling, kept in registers by ptxas).
+        None: neither; the caller reads it as loaded from memory."""
+        arg = n.child_by_field_name("argument")
+        idx = n.child_by_field_name("indices")
+        if arg is None or arg.type != "identifier" or idx is None:
+            return None
+        name = text(arg)
+        arrays = [a for a in self.owner.model.local_arrays
+                  if a.name == name and a.function is self.fn]
+        if len(arrays) != 1 or name in self.visiting or \
+                len(idx.named_children) != len(arrays[0].dims):
+            return None
+        if any(self.classify(c, depth + 1)[0] != "static" for c in idx.named_children):
+            return None
+        loop = self.loop_of_counter(n, text(n))
+        if loop is not None:
+            return self.counter(loop, text(n))
+        self.visiting.add(name)
+        try:
+            return ("static", "", "") if self.stored_constants(arrays[0], depth) else None
+        finally:
+            self.visiting.discard(name)
+
+    def stored_constants(self, arr: "ArrayDecl", depth: int) -> bool:
+        """Every use of ``arr`` after its declaration is an element at static indices,
+        and every write to one is a plain ``=`` of a static value, not under a condition
+        that is not static nor in a loop of run-time length (no initializer: the
+        declaration must not give values either)."""
+        for d in arr.node.children_by_field_name("declarator"):
+            if d.type == "init_declarator" and \
+                    _declared_name(d.child_by_field_name("declarator")) == arr.name:
+                return False
+        other = _Indexer(self.owner, self.fn, arr, LocalArrayFacts(arr, 0, None))
+        uses = other.uses
+        if uses is None or not uses:
+            return False
+        parent = self.owner.parent
+        body_id = self.fn.body.id
+        for ident in uses:
+            node, count = ident, 0
+            while True:
+                up = parent(node)
+                if up is None or up.type != "subscript_expression" or \
+                        up.child_by_field_name("argument") is None or \
+                        up.child_by_field_name("argument").id != node.id:
+                    break
+                idx = up.child_by_field_name("indices")
+                for c in idx.named_children if idx is not None else ():
+                    count += 1
+                    if self.classify(c, depth + 1)[0] != "static":
+                        return False
+                node = up
+            if count != len(arr.dims):
+                return False
+            up = parent(node)
+            while up is not None and up.type == "parenthesized_expression":
+                node, up = up, parent(up)
+            if up is None:
+                return False
+            if up.type == "update_expression" or (
+                    up.type == "pointer_expression" and
+                    text(up.child_by_field_name("operator")) == "&"):
+                return False
+            if up.type != "assignment_expression" or \
+                    up.child_by_field_name("left") is None or \
+                    up.child_by_field_name("left").id != node.id:
+                continue                           # a read
+            right = up.child_by_field_name("right")
+            if text(up.child_by_field_name("operator")) != "=" or right is None or \
+                    self.classify(right, depth + 1)[0] != "static" or \
+                    self.loop_context(up)[0]:
+                return False
+            cur = parent(up)
+            while cur is not None and cur.id != body_id:
+                cond = cur.child_by_field_name("condition") if cur.type in (
+                    "if_statement", "conditional_expression", "while_statement",
+                    "switch_statement") else None
+                if cond is not None and cond.type == "condition_clause":
+                    cond = cond.child_by_field_name("value") or (
+                        cond.named_children[-1] if cond.named_children else None)
+                if cur.type == "case_statement" or (
+                        cond is not None and self.classify(cond, depth + 1)[0] != "static"):
+                    return False
+                cur = parent(cur)
+        return True
 
     def definitions(self, name: str) -> list[tuple[str, Node]] | None:
         """Every value a local takes: ("value", initializer or right side of an
@@ -616,46 +714,39 @@ class _Indexer:
         return memo[key]
 
     def _trip_count(self, loop: Node, name: str) -> int | None:
-        init = loop.child_by_field_name("initializer")
-        cond = loop.child_by_field_name("condition")
-        upd = loop.child_by_field_name("update")
-        if init is None or cond is None or upd is None:
+        trip = trip_with(loop, name, self.env, self._modified_body(name))
+        if trip is not None:
+            return trip
+        # a bound or start made of the counters of constant loops around it (`for (a <
+        # 12) for (b <= a)`): constant once they unroll (ptxas: 0-byte frame), at most
+        # the largest trip count over their first and last values
+        outer: list[tuple[str, int, int]] = []
+        cur = self.nearest_loop(loop)
+        while cur is not None and len(outer) < 3:
+            counter = _counter_name(cur) if cur.type == "for_statement" else None
+            if counter is not None and not self.runtime_loop(cur):
+                first = first_value(cur, counter, self.env)
+                step = _step(cur.child_by_field_name("update"), counter, self.env) \
+                    if cur.child_by_field_name("update") is not None else None
+                trip = self.trip_count(cur, counter)
+                if first is not None and step and trip:
+                    outer.append((counter, first, first + (trip - 1) * step))
+            cur = self.nearest_loop(cur)
+        if not outer:
             return None
-        start = None
-        if init.type == "assignment_expression" and \
-                text(init.child_by_field_name("left")) == name:
-            start = eval_int(text(init.child_by_field_name("right")), self.env)
-        for d in init.children_by_field_name("declarator"):
-            if d.type == "init_declarator" and text(d.child_by_field_name("declarator")) \
-                    == name:
-                start = eval_int(text(d.child_by_field_name("value")), self.env)
-        if start is None or cond.type != "binary_expression":
-            return None
-        op = text(cond.child_by_field_name("operator"))
-        if text(cond.child_by_field_name("left")) != name:
-            return None
-        bound = eval_int(text(cond.child_by_field_name("right")), self.env)
-        if bound is None:
-            return None
-        step = _step(upd, name, self.env)
-        if step is None or step == 0:
-            return None
-        body = loop.child_by_field_name("body")
-        if body is not None and self.owner.modified_within(self.fn, name, body):
-            return None
-        if op in ("<", "<=") and step > 0:
-            last = bound - (op == "<")
-            trip = max(0, (last - start) // step + 1)
-        elif op in (">", ">=") and step < 0:
-            last = bound + (op == ">")
-            trip = max(0, (start - last) // (-step) + 1)
-        elif op == "!=":
-            if (bound - start) % step:
+        best = None
+        envs = [dict(self.env)]
+        for counter, first, last in outer:
+            envs = [dict(e, **{counter: v}) for e in envs for v in (first, last)]
+        for env in envs:
+            trip = trip_with(loop, name, env, self._modified_body(name))
+            if trip is None:
                 return None
-            trip = (bound - start) // step
-        else:
-            return None
-        return trip if trip <= _MAX_TRIP else None
+            best = trip if best is None else max(best, trip)
+        return best
+
+    def _modified_body(self, name: str) -> "Callable[[Node], bool]":
+        return lambda body: self.owner.modified_within(self.fn, name, body)
 
     def loop_context(self, node: Node) -> tuple[bool, int | None]:
         """(inside a loop with a run-time trip count or kept rolled, executions after
@@ -683,93 +774,3 @@ class _Indexer:
                 runtime, repeat = True, None
             memo[lp.id] = (runtime, repeat)
         return memo[loop.id]
-
-
-def _is_store(node: Node, parent: "Callable[[Node], Node | None]") -> bool:
-    p = parent(node)
-    while p is not None and p.type == "parenthesized_expression":
-        node, p = p, parent(p)
-    if p is None:
-        return False
-    if p.type == "assignment_expression":
-        left = p.child_by_field_name("left")
-        return left is not None and left.id == node.id and \
-            text(p.child_by_field_name("operator")) == "="
-    return False
-
-
-def _mentions(node: Node, name: str) -> bool:
-    """Does the identifier ``name`` occur in ``node``?"""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier" and text(n) == name:
-            return True
-        stack.extend(n.named_children)
-    return False
-
-
-def _declares(init: Node, name: str) -> bool:
-    if init.type == "assignment_expression":           # `int j; for (j = 0; ...)`
-        left = init.child_by_field_name("left")
-        return left is not None and text(left) == name and \
-            text(init.child_by_field_name("operator")) == "="
-    if init.type != "declaration":
-        return False
-    for d in init.children_by_field_name("declarator"):
-        if d.type == "init_declarator" and text(d.child_by_field_name("declarator")) == name:
-            return True
-    return False
-
-
-def _counter_name(loop: Node) -> str | None:
-    init = loop.child_by_field_name("initializer")
-    if init is not None and init.type == "assignment_expression" and \
-            text(init.child_by_field_name("operator")) == "=":
-        left = init.child_by_field_name("left")
-        return text(left) if left is not None and left.type == "identifier" else None
-    if init is None or init.type != "declaration":
-        return None
-    ds = [d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"]
-    if len(ds) != 1:
-        return None
-    return text(ds[0].child_by_field_name("declarator"))
-
-
-def _step(upd: Node, name: str, env: dict[str, int]) -> int | None:
-    if upd.type == "update_expression" and text(upd.child_by_field_name("argument")) == name:
-        return 1 if "++" in text(upd) else -1
-    if upd.type == "assignment_expression" and \
-            text(upd.child_by_field_name("left")) == name:
-        op = text(upd.child_by_field_name("operator"))
-        v = eval_int(text(upd.child_by_field_name("right")), env)
-        if v is None:
-            return None
-        return v if op == "+=" else -v if op == "-=" else None
-    return None
-
-
-def _unroll_one(loop: Node) -> bool:
-    prev = loop.prev_sibling
-    while prev is not None and prev.type == "comment":
-        prev = prev.prev_sibling
-    return prev is not None and prev.type == "preproc_call" and \
-        _UNROLL_ONE.match(text(prev).strip()) is not None
-
-
-_UNROLL_ANY = re.compile(r"#\s*pragma\s+unroll\b")
-
-
-def _unroll_pragma(loop: Node) -> bool:
-    """``#pragma unroll`` (any count) right before the loop."""
-    prev = loop.prev_sibling
-    while prev is not None and prev.type == "comment":
-        prev = prev.prev_sibling
-    return prev is not None and prev.type == "preproc_call" and \
-        _UNROLL_ANY.match(text(prev).strip()) is not None
-
-
-def _declared_name(d: Node | None) -> str | None:
-    while d is not None and d.type != "identifier":
-        d = d.child_by_field_name("declarator")
-    return text(d) if d is not None else None
