@@ -1,7 +1,9 @@
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 
-from cudalint.rules.sync._race_common import clause, describe, metrics, races_for
+from cudalint.parse import text
+from cudalint.rules.sync._race_common import (clause, describe, line_ranges, metrics,
+                                              races_for)
 
 
 class MissingBlockBarrier(Rule):
@@ -13,6 +15,13 @@ class MissingBlockBarrier(Rule):
     the tile, a scan step that overwrites what a neighbour has not read yet. The block
     is executed symbolically (exact per-thread indices, branches, loops, device
     functions of the file); the message names the write, the read and two threads.
+
+    When the races lie inside a device function written for one thread (it names no
+    thread index, lane, barrier or warp intrinsic, and every argument is the same for
+    all threads) that every thread calls on `__shared__` data, the finding is one, at
+    the call, naming the racing lines inside it: the fix is there (let one thread run
+    it, then `__syncthreads()`), not at each access (DROID-SLAM's `relSE3` call gave 21
+    findings, one per access, before).
 
     ## Why is this bad?
     Only a block-wide barrier orders the accesses of different warps. Without it the
@@ -50,7 +59,15 @@ class MissingBlockBarrier(Rule):
     severity = "error"
 
     def check(self, ctx):
+        calls: dict[tuple, list] = {}
         for node, races in races_for(ctx, self.code):
+            sites = {r.site.id if r.site is not None else None for r in races}
+            if None not in sites and len(sites) == 1:
+                # reached inside a call of a one-thread device function that every
+                # thread runs: one finding at the call, where the fix goes
+                key = (races[0].site.id, races[0].kernel.instance)
+                calls.setdefault(key, []).extend(races)
+                continue
             race = races[0]
             _, _, example = describe(race, ctx)
             yield Finding.at(
@@ -58,3 +75,43 @@ class MissingBlockBarrier(Rule):
                 f"missing `__syncthreads()`: {clause(race, 'threads of other warps', ctx)} "
                 f"with no block barrier between ({example})",
                 metrics=metrics(race, len(races), ctx))
+        for races in calls.values():
+            yield call_finding(races, ctx)
+
+
+def call_finding(races, ctx) -> Finding:
+    """One finding at the kernel's call whose inlined body races across warps."""
+    site = races[0].site
+    # an overwrite of what other threads read first (a read-modify-write of shared data
+    # by every thread breaks the result; a store of equal values does not), then the
+    # earliest place
+    race = min(races, key=lambda r: (r.first_write, r.second.start_byte,
+                                     r.first.start_byte))
+    _, _, example = describe(race, ctx)
+    kernel = race.kernel.node
+    inside = kernel.start_byte <= race.first.start_byte < kernel.end_byte
+    fn = site.child_by_field_name("function")
+    name = text(fn) if fn is not None else text(site)
+    arrays = sorted({r.array.split("@")[0] for r in races})
+    lines = sorted({ctx.line(n) for r in races for n in (r.first, r.second)
+                    if not kernel.start_byte <= n.start_byte < kernel.end_byte})
+    where = (f"every thread runs `{name}` (written for one thread) on `__shared__` "
+             f"{', '.join(f'`{a}`' for a in arrays)}, and threads of different warps race "
+             f"inside the call")
+    if inside:
+        where = (f"the call of `{name}` accesses `__shared__` "
+                 f"{', '.join(f'`{a}`' for a in arrays)} that threads of other warps "
+                 f"accessed before it")
+        fix = "put a `__syncthreads()` before the call"
+    else:
+        fix = ("let one thread run it, then `__syncthreads()`, or give each thread its "
+               "own copy")
+    m = metrics(race, len(races), ctx)
+    m["call_line"] = ctx.line(site)
+    m["lines"] = lines
+    return Finding.at(
+        site,
+        f"missing `__syncthreads()`: {where}: {clause(race, 'threads of other warps', ctx)} "
+        f"({example}); {len(races)} racing pair{'s' if len(races) != 1 else ''} at lines "
+        f"{line_ranges(lines)} ({fix})",
+        metrics=m)

@@ -13,7 +13,8 @@ from tree_sitter import Node
 from cudalint.model.instances import bind_call
 from cudalint.parse import captures
 from cudalint.analysis.sync.block_log import GiveUp
-from cudalint.analysis.sync.callees import LANE_FUNCS, MAX_INLINE_DEPTH, PURE, WARP_INTRINSICS
+from cudalint.analysis.sync.callees import (LANE_FUNCS, MASKED, MAX_INLINE_DEPTH, PURE,
+                                            WARP_INTRINSICS, reachable_texts)
 from cudalint.analysis.sync.cfg import Group, callee_short_name, classify_sync
 from cudalint.analysis.sync.syntax import text, unwrap
 from cudalint.analysis.sync.values import FULL_MASK, GPtr, SPtr, minmax
@@ -22,8 +23,18 @@ if TYPE_CHECKING:
     from cudalint.model.kernels import Function
 
 
+# words whose presence in a device function makes it a cooperative one (its threads
+# differ, or meet): see CallEval._one_thread_call
+_THREAD_WORDS = (b"threadIdx", b"thread_rank", b"__syncthreads", b"__syncwarp", b"sync(",
+                 b"bar.sync", b"barrier") + tuple(n.encode() for n in sorted(LANE_FUNCS))
+
+
 class Frame:
-    def __init__(self):
+    def __init__(self, site: Node | None = None):
+        # the kernel's call statement this inlined body runs under (the outermost call:
+        # where a barrier or a guard goes when the body races with itself), None in the
+        # kernel's own frame
+        self.site = site
         self.ret = 0
         self.value: list | None = None
         self.loops: list[list[int]] = []      # [break, continue, left early: masks]
@@ -77,7 +88,7 @@ class CallEval:
         if callee is not None and callee.body is not None:
             if fnode.type == "template_function" and callee.is_template:
                 callee = self.instantiate(callee, fnode, act) or callee
-            return self.inline(callee, arg_nodes, act)
+            return self.inline(callee, arg_nodes, act, node)
         vals = [self.eval(a, act) for a in arg_nodes]
         if short in ("min", "max", "umin", "umax", "imin", "imax") and len(vals) == 2:
             return minmax(short.endswith("min"), vals[0], vals[1])
@@ -135,7 +146,8 @@ class CallEval:
                             for a in args)]
         return bind_call(callee, args, values, self.fn.type_bindings)
 
-    def inline(self, callee: "Function", arg_nodes: list[Node], act: int):
+    def inline(self, callee: "Function", arg_nodes: list[Node], act: int,
+               site: Node | None = None):
         if self.depth >= MAX_INLINE_DEPTH:
             raise GiveUp("inline depth")
         vals = []
@@ -159,7 +171,11 @@ class CallEval:
         saved_groups = self.groups
         self.scopes = [{**(callee.bindings or {}), **self._bind_params(callee, vals)}]
         self.groups = self.memo.groups(callee.body)
-        frame = Frame()
+        outer = self.frames[-1].site if self.frames else None
+        if outer is None and site is not None and len(self.frames) == 1 and \
+                not self._one_thread_call(callee, vals):
+            site = None
+        frame = Frame(outer if outer is not None else site)
         self.frames.append(frame)
         self.depth += 1
         try:
@@ -175,6 +191,25 @@ class CallEval:
             if p is not None and p.is_reference and unwrap(a).type == "identifier":
                 self.assign(text(unwrap(a)), None, act)
         return tuple(frame.value) if frame.value is not None else None
+
+    def _one_thread_call(self, callee: "Function", vals: list) -> bool:
+        """The kernel's call runs a computation written for one thread: every argument
+        is the same for all threads (a shared pointer at one offset included) and
+        nothing the call can run names a thread index, a lane, a barrier or a warp
+        intrinsic. When all threads run such a call on shared data, its races with
+        itself are one bug whose fix goes at the call (one thread runs it, then a
+        barrier), not at the accesses inside it (CL102 reports them there)."""
+        for v in vals:
+            if isinstance(v, tuple) or isinstance(v, SPtr) and isinstance(v.offset, tuple):
+                return False
+        memo = self.__dict__.setdefault("_one_thread", {})
+        ok = memo.get(callee.name)
+        if ok is None:
+            texts = reachable_texts(callee, self.functions)
+            ok = memo[callee.name] = not any(
+                w in t for t in texts for w in _THREAD_WORDS) and \
+                not any(m in t for t in texts for m in MASKED)
+        return ok
 
     def asm(self, node: Node, act: int):
         sync = classify_sync(node, self.groups)

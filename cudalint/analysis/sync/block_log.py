@@ -33,6 +33,9 @@ class Hit:
     threads: tuple[int, int]     # (earlier thread, later thread), linear ids
     address: int
     array: str
+    # the kernel's call (syntax node) under which the later access ran, None when the
+    # kernel body itself made it
+    site: Node | None = None
 
 
 @dataclass
@@ -202,8 +205,10 @@ class SharedLog:
                         continue    # what it would record is there already
                     if not cross and self._synced(j, i, evc):
                         continue
+                    site = self.frames[-1].site if self.frames else None
                     races[k] = Hit(other.ts, node.ts, not is_write, cross,
-                                   (self.tids[j], self.tids[i]), a, array)
+                                   (self.tids[j], self.tids[i]), a, array,
+                                   site.ts if site is not None else None)
         snap = self._event_counts
         if snap is None:
             snap = self._event_counts = {w: len(ev) for w, ev in self.events.items()}

@@ -108,6 +108,9 @@ class Race:
     block: tuple[int, int, int]
     block_source: str
     kernel: "Function"
+    # the kernel's call statement under which ``second`` ran (a device function inlined
+    # there), None when ``second`` is in the kernel body
+    site: Node | None = None
 
     @property
     def rule(self) -> str:
@@ -359,7 +362,7 @@ class RaceAnalysis:
         for k, hit in (agreed or {}).items():
             self.races.append(Race(hit.first, hit.second, hit.first_write, cross[k],
                                    hit.threads, hit.address, hit.array, blocks[0][0],
-                                   blocks[0][1], fn))
+                                   blocks[0][1], fn, hit.site))
         self._divergent.update(divergent or {})
         for k, m in (mismatched or {}).items():
             self._mismatched.setdefault(k, m)
