@@ -74,13 +74,14 @@ def parse_suppressions(text: str) -> Suppressions:
             start = None
         lower = line.lower()
         if "noqa" in lower:
-            fm = _FILE.search(line)
-            if fm:
+            # a row may hold both kinds: with lone-CR line ends a whole file is one row
+            # (fuzz seed 35: a `// noqa: CL201` that "Disable for this line" added after
+            # a `// cudalint: noqa: CL202` was never read)
+            for fm in _FILE.finditer(line):
                 files.append(_directive(fm, row, pos, file_level=True))
-            else:
-                m = _LINE.search(line)
-                if m:
-                    lines[row] = _directive(m, row, pos)
+            m = _LINE.search(line)
+            if m:
+                lines[row] = _directive(m, row, pos)
         pos += len(line) + 1
     if start is not None:                 # the last row ends the file's last line
         continued.update(dict.fromkeys(range(start, row), row))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from cudalint.config import Settings
 from cudalint.engine import lint_text
+from cudalint.suppressions import parse_suppressions
 
 CALL = "__global__ void k(float* a) {{ a[0] = __shfl(a[1], 0); {c}}}\n"
 
@@ -55,3 +56,17 @@ def test_unknown_code_cl002():
     assert ("CL002", 1, False) in found and ("CL104", 1, True) in found
     # another tool's code (ruff, flake8) is not ours to judge
     assert codes(CALL.format(c="// noqa: CL104, E501 ")) == [("CL104", 1, True)]
+
+
+def test_a_row_with_a_file_directive_still_reads_its_line_directive():
+    # lone-CR line ends make the whole file one row: fuzz seed 35, where "Disable CL201
+    # for this line" appended `// noqa: CL201` after a `// cudalint: noqa: CL202`
+    from cudalint.suppressions import noqa_edit
+    text = ("__global__ void k(float* a, int n) { a[threadIdx.x * 33] = 0; }\r"
+            "// cudalint: noqa: CL202\r// more\r")
+    sup = parse_suppressions(text)
+    assert [d.codes for d in sup.file] == [["CL202"]] and sup.lines == {}
+    edit = noqa_edit(text, "cuda", 1, "CL201")
+    fixed = text[:edit.start] + edit.content + text[edit.end:]
+    sup = parse_suppressions(fixed)
+    assert sup.match("CL201", 1) is not None and sup.match("CL202", 1) is not None
