@@ -566,10 +566,11 @@ def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
     walk = whole_record_loop(access, span) if direction == "load" else None
     fetched, used = fetched_and_used(access, [a for a in accesses if a.space == "global"],
                                      large_value_samples(fig))
-    if walk is None and direction in ("load", "store") and fetched - used >= SECTOR:
+    if walk is None and fetched - used >= SECTOR:
         # a row walked as far as a run-time or data-dependent count takes it, or a row
-        # written element by element: the rest of each fetched sector is the next
-        # iterations' elements, so "bytes no access uses" would be false
+        # written (or updated: `row[i] += v`) element by element: the rest of each
+        # fetched sector is the next iterations' elements, so "bytes no access uses"
+        # would be false
         walk = row_walk_loop(access, span, large_value_samples(fig))
         # how far: the loop's count, which need not be the row's length
         part = "" if walk is None else " as far as the loop's count takes it"
