@@ -153,6 +153,8 @@ class _Kernel:
         self.accesses = {a.param.name: a for a in self.facts.kernel_params(fn)}
         self._contexts: dict[int, tuple[Node | None, bool]] = {}
         self._loops: dict[int, Node | None] = {}
+        self._uniform: set[str] = set()         # locals thread_dependent found uniform
+        self._visits = self._cycles = 0
 
     def in_body(self, n: Node) -> bool:
         body = self.fn.body
@@ -231,14 +233,22 @@ class _Kernel:
             name = text(ident)
             if name in _THREAD:
                 return True
-            if name in _UNIFORM or name in params or name in seen:
+            if name in seen:
+                self._cycles += 1
+                continue
+            if name in _UNIFORM or name in params or name in self._uniform:
                 continue
             defs = self.definitions.get(name, ())
             if not defs and name in self.declared:
                 return True                 # a local whose value is not followed here
+            cycles = self._cycles
             for v in defs:
                 if self.thread_dependent(v, seen | {name}):
                     return True
+            if self._visits <= MAX_VISITS and self._cycles == cycles:
+                # every definition followed to the end, no way back to a name being
+                # followed: the same answer from any question
+                self._uniform.add(name)
         return False
 
     def unconditional_statement(self, n: Node, stop: Node) -> Node | None:
