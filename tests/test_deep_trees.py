@@ -3,6 +3,7 @@ conditionals (cfg.ancestors, preproc.Conditionals) are the ones Node.parent give
 import re
 
 from cudalint.analysis.sync.cfg import ancestors
+from cudalint.model.kernels import Model
 from cudalint.model.preproc import guards
 from cudalint.parse import captures, parse
 
@@ -38,7 +39,9 @@ class _Ctx:
     """What preproc asks of a unit context."""
 
     def __init__(self, data: bytes):
-        self.root = parse(data).root_node
+        tree = parse(data)
+        self.root = tree.root_node
+        self.model = Model(tree)        # the unit's node index (preproc reads it)
         self._analyses = {}
 
     def captures(self, q):

@@ -157,8 +157,8 @@ def test_a_header_the_python_reads_is_linted_at_its_own_positions(tmp_path, monk
               "--no-cache"])
         got = sorted((d["filename"], d["location"]["row"], d["location"]["column"],
                       d["code"]) for d in json.loads(capsys.readouterr().out))
-        assert got == [("python_header/cuda/records.h", 5, 18, "CL201"),
-                       ("python_header/cuda/records.h", 6, 19, "CL104")], target
+        assert got == [("python_header/cuda/records.h", 6, 18, "CL201"),
+                       ("python_header/cuda/records.h", 8, 19, "CL104")], target
     [d] = [d for d in lint_text(str(root / "cuda" / "records.h"),
                                 (root / "cuda" / "records.h").read_text(),
                                 replace(Settings(), select=("CL201",)), "cuda").diagnostics]
