@@ -193,6 +193,16 @@ class UncoalescedGlobalAccess(Rule):
     (`report_whole_records`): `off_hot_path` with `work_loop_line`, `work_in` (the
     device function, or null) and `work_runtime_loops`.
 
+    (Revised 2026-11-24, issue 20: tail paths, sheet-newcorpus4 W2) A figure is for
+    the lanes that run the access. A branch of a loop body that the loop's bound and
+    the branch's condition on the same bound leave to a window of values narrower than
+    the lanes' spacing (`for (k = 4 * threadIdx.x; k < n; ...) if (k + 3 < n) {...}
+    else {... inp[k2] ...}`: the `else` runs where n - 3 <= k < n, and lanes' k are 4
+    apart) is run by one lane of a warp at most, whatever the bound: its accesses get
+    one lane's figures (one sector, no conflict), not the whole warp's (pointnet2's
+    cumsumKernel was said to touch 16 sectors per request). A tail all 32 lanes can
+    share (`k + 127 < n`) keeps the warp's figures (fixtures/CL201/tail_path.cu).
+
     (Revised 2026-11-24, issue 13) Accesses in a `__device__` function of the file that
     a kernel calls (three calls deep at most) are evaluated at each call with what the
     call passes: a pointer argument is the caller's pointer (`head(xyz + 3 * i)`, one

@@ -27,6 +27,7 @@ from cudalint.model.launch_shape import BlockShape
 from cudalint.model.types import VECTOR_COMPONENT as _VECTOR_COMPONENT, StructType, type_size
 from cudalint.parse import text
 from cudalint.analysis.memory.names import self_bump
+from cudalint.analysis.memory.tail_paths import first_lane_only, one_lane_branch
 
 if TYPE_CHECKING:
     from cudalint.context import UnitContext
@@ -75,6 +76,8 @@ class KernelLanes:
         self._values: dict[tuple[int, str],
                            tuple[object, frozenset[str], frozenset[str]]] = {}
         self._conditions: dict[int, tuple[tuple | None, frozenset[str]]] = {}
+        # (if statement, branch) -> a tail path's loop values and window (tail_paths)
+        self.tail_windows: dict[tuple[int, bool], tuple[tuple, int] | None] = {}
 
     @property
     def structs(self) -> dict[str, StructType]:
@@ -614,10 +617,15 @@ class KernelLanes:
                 continue
             cond = cur.child_by_field_name("condition")
             mask = self._thread_condition(cond)
+            cons = cur.child_by_field_name("consequence")
+            taken = cons is not None and cons.start_byte <= lo < cons.end_byte
             if mask is not None:
-                cons = cur.child_by_field_name("consequence")
-                taken = cons is not None and cons.start_byte <= lo < cons.end_byte
                 act = [a and (bool(m) == taken) for a, m in zip(act, mask)]
+            if one_lane_branch(self, cur, taken, act):
+                # a tail path of the loop around it (the group straddling the end):
+                # one lane runs it, whatever the bound, not the warp (the samples of
+                # the bound alone can put every lane there, or none)
+                act = first_lane_only(act, self.groups)
         return tuple(act)
 
     @cached_property
