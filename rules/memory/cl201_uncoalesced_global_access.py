@@ -12,6 +12,7 @@ from cudalint.analysis.memory.siblings import SiblingGroup, access_row, group_si
 from cudalint.analysis.memory.siblings import direction as _direction
 from cudalint.analysis.memory.symbolic import coalescing_figures_by_value, large_value_samples
 from cudalint.analysis.memory.repeated_loads import repeated_load
+from cudalint.analysis.memory.staging import staging_load
 from cudalint.analysis.memory.traffic import fetched_and_used, rereading_loop
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
@@ -193,6 +194,28 @@ class UncoalescedGlobalAccess(Rule):
     (`report_whole_records`): `off_hot_path` with `work_loop_line`, `work_in` (the
     device function, or null) and `work_runtime_loops`.
 
+    (Revised 2026-11-24, issue 20: staged tiles, sheet-newcorpus4 #34-36 and #51-53)
+    Staging code whose cost the block amortises is not a default finding: a
+    `__shared__` store in a loop whose counter starts from the thread index (the block
+    staging a tile together), followed in the same tile loop by a loop from 0 by one to
+    the same bound that reads the array back at the index the store wrote (every thread
+    reads every staged element), in a block of at least 128 threads from the launch; and
+    a global load whose every use is such a store (`float x2 = xyz2[3*l]; buf[l*4] =
+    x2;`, or `buf[i] = g[j]`). Each staged element is read once per thread of the block,
+    so staging is one part in the block's size of the tile's traffic. Measured on an
+    H100 (`tools/gputruth/staging.py`, `fixtures/CL202/staging.json`; pcn's
+    tf_approxmatch shape, 32768 queries against 16384 points in tiles of 1024, CUDA
+    events median of 15, ncu): the stores as written take 4 wavefronts each (4-way, as
+    the rule computes), the kernel's global loads 9.9-10.0 sectors per request (3
+    record loads of 12 and a weight load of 4: 10; 4.0 with SoA); a float4 store per record
+    (CL202's remedy), with SoA loads too (CL201's), changed the kernel's time by -3.2% to
+    +0.9% at 128 threads and +2.3% to +30% at 512 (an __expf consumer and a plain
+    multiply), but saved 4.8-9.7% at 32 threads: a 32-thread block, an unknown block,
+    or a read-back of a thread's own elements only (no reuse) stays reported
+    (fixtures/CL201/staging.cu). The store-conflict measurement of a GEMM-like tile loop
+    (each thread reading 4 elements per staged one: 4-15% for 2 ways,
+    `fixtures/CL202/store_conflict.json`) is not this shape and its findings stay.
+
     (Revised 2026-11-24, issue 20: tail paths, sheet-newcorpus4 W2) A figure is for
     the lanes that run the access. A branch of a loop body that the loop's bound and
     the branch's condition on the same bound leave to a window of values narrower than
@@ -321,6 +344,9 @@ class UncoalescedGlobalAccess(Rule):
                         group.first, max(group.offsets) - min(group.offsets) + group.first.width,
                         max_record=SHORT_RECORD_BYTES) is not None):
                 continue                # outside the hottest loop, or a record used whole
+            if not self.report_whole_records and all(
+                    staging_load(a, facts.accesses) is not None for a in group.members):
+                continue                # staging a tile every thread of the block reads
             waste = _wasted_traffic(ctx, group, facts.accesses)
             if waste is None and not self.report_whole_records:
                 continue

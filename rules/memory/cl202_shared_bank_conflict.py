@@ -3,6 +3,7 @@ from cudalint.analysis.memory.figures import (bank_conflict_figures, block_line_
                                               surely_below, wavefronts)
 from cudalint.analysis.memory.lanes import LaneAnalysis
 from cudalint.analysis.memory.loops import hot, vector_access
+from cudalint.analysis.memory.staging import staged_tile_loop
 from cudalint.model.launch_shape import launch_bounds_threads
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.diagnostics import Finding
@@ -48,6 +49,34 @@ class SharedBankConflict(Rule):
     0.8279 -> 0.8965 ms); the 8-way case that stays conflicted as LDS.128 gained 27% from
     padding (1.0701 -> 0.7844 ms; bench/triage/sheet-2026-11-24.md #34, #35, #40,
     bench/triage/gpu/results-2026-11-24/). Vector accesses are padded by one vector.
+
+    (Revised 2026-11-24, issue 20: tail paths, sheet-newcorpus4 W2) A branch that the
+    bound of its loop and its own condition on the same bound leave to one lane of a
+    warp (`for (k = 4 * threadIdx.x; k < n; ...) if (k + 3 < n) {...} else {...
+    buffer4[k2] = v; ...}`) gets that lane's figure: no conflict (pointnet2's
+    cumsumKernel was said to be 4-way there; fixtures/CL201/tail_path.cu).
+
+    (Revised 2026-11-24, issue 20: staged tiles, sheet-newcorpus4 #34-36 and #51-53)
+    Staging code whose cost the block amortises is not a default finding: a
+    `__shared__` store in a loop whose counter starts from the thread index (the block
+    staging a tile together), followed in the same tile loop by a loop from 0 by one to
+    the same bound that reads the array back at the index the store wrote (every thread
+    reads every staged element), in a block of at least 128 threads from the launch; and
+    a global load whose every use is such a store (`float x2 = xyz2[3*l]; buf[l*4] =
+    x2;`, or `buf[i] = g[j]`). Each staged element is read once per thread of the block,
+    so staging is one part in the block's size of the tile's traffic. Measured on an
+    H100 (`tools/gputruth/staging.py`, `fixtures/CL202/staging.json`; pcn's
+    tf_approxmatch shape, 32768 queries against 16384 points in tiles of 1024, CUDA
+    events median of 15, ncu): the stores as written take 4 wavefronts each (4-way, as
+    the rule computes), the kernel's global loads 9.9-10.0 sectors per request (3
+    record loads of 12 and a weight load of 4: 10; 4.0 with SoA); a float4 store per record
+    (CL202's remedy), with SoA loads too (CL201's), changed the kernel's time by -3.2% to
+    +0.9% at 128 threads and +2.3% to +30% at 512 (an __expf consumer and a plain
+    multiply), but saved 4.8-9.7% at 32 threads: a 32-thread block, an unknown block,
+    or a read-back of a thread's own elements only (no reuse) stays reported
+    (fixtures/CL201/staging.cu). The store-conflict measurement of a GEMM-like tile loop
+    (each thread reading 4 elements per staged one: 4-15% for 2 ways,
+    `fixtures/CL202/store_conflict.json`) is not this shape and its findings stay.
 
     A default finding also sits in the kernel's hottest region (`loops.hot`): inside as
     many loops with a run-time trip count as the deepest shared access of the kernel
@@ -187,6 +216,8 @@ class SharedBankConflict(Rule):
             ways = fig["bank_ways"]
             if access.is_store and not access.is_load and ways < self.store_min_ways:
                 continue                        # a store below the measured threshold
+            if not self.report_all_loops and staged_tile_loop(access) is not None:
+                continue                        # a tile every thread of the block reads
             ways_txt = f"{ways:g}" if fig["exact"] else f"at least {ways:g}"
             # scalar parameters every launch passes as one constant: say where from
             bound = "".join(f"; `{n}` = {v} from the launch"
