@@ -72,9 +72,13 @@ __global__ void k(float* out, const float* in) {
 }
 void h(float* o, const float* i) { k<<<1, 128>>>(o, i); }
 """)
-    rows = [f["location"]["row"] for f in _cl102(src)]
-    # line 3 inside the function; line 10 reads what the call wrote (no barrier after it)
-    assert rows == [3, 10]
+    found = _cl102(src)
+    # inside the function, not at the call: line 3 reads what line 2 wrote, line 10 what
+    # the call wrote (no barrier after it); one array between two barriers is one race,
+    # reported at its first write with every pair's lines
+    assert [(f["location"]["row"], f["metrics"]["lines"]) for f in found] == \
+        [(2, [2, 3, 10])]
+    assert "call_line" not in found[0]["metrics"]
 
 
 def test_the_races_are_the_same_pairs_with_their_call_recorded():

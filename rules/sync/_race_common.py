@@ -1,12 +1,16 @@
-"""Shared by CL101 and CL102: the races of each rule, by later access (CL102) or by
-warp-synchronous exchange (CL101: one array, one kernel, one barrier-free region); and by
-the sync rules: how a message names the instantiation of a template kernel."""
+"""Shared by CL101 and CL102: the races of each rule, by later access, grouped into one
+race per finding: CL102 by one-thread call, by array and barrier interval, or by
+statement, with the pairs that read back a value every thread stores alike told apart
+(:func:`race_groups`); CL101 by warp-synchronous exchange (one array, one kernel, one
+barrier-free region). And by the sync rules: how a message names the instantiation of a
+template kernel."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from cudalint.analysis.sync.cfg import BodyQueries
+from cudalint.analysis.sync.cfg import BodyQueries, ancestors
+from cudalint.analysis.sync.divergence import ThreadDependence
 from cudalint.model.instances import mention
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.analysis.sync.races import Race, RaceAnalysis
@@ -324,3 +328,204 @@ def exchange_fix(ctx, ex: Exchange, taken: set[str]):
     else:
         what = "Insert `__syncwarp();` between the accesses"
     return what, edits
+
+
+# ---- CL102: one finding per race, not per racing pair ----------------------------------
+
+@dataclass
+class RaceGroup:
+    """The CL102 pairs of one race: ``units`` are the pairs grouped by later access (as
+    :func:`races_for` yields them), joined when they share a kernel's call written for
+    one thread, or a kernel instance, barrier interval and ``__shared__`` array, or the
+    statement of their later access; ``same_value`` holds the ids of the pairs whose
+    write stores a value every thread stores alike (:func:`same_value_store`)."""
+    units: list[tuple[object, list[Race]]]
+    same_value: set[int]
+
+    @property
+    def races(self) -> list[Race]:
+        return [r for _, rs in self.units for r in rs]
+
+    @property
+    def site(self):
+        """The one-thread call every pair ran under, or None."""
+        sites = {r.site.id if r.site is not None else None for r in self.races}
+        if None in sites or len(sites) != 1:
+            return None
+        return self.races[0].site
+
+
+def _find(parent: list[int], i: int) -> int:
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+def _union(parent: list[int], i: int, j: int) -> None:
+    a, b = _find(parent, i), _find(parent, j)
+    if a != b:
+        parent[max(a, b)] = min(a, b)
+
+
+def _write_node(race: Race):
+    return race.first if race.first_write else race.second
+
+
+def _base_name(node) -> str | None:
+    """``tij`` of ``tij[0]``, ``s`` of ``s[i][j]`` (None for other forms)."""
+    cur = node
+    while cur is not None and cur.type == "subscript_expression":
+        cur = cur.child_by_field_name("argument")
+    return text(cur) if cur is not None and cur.type == "identifier" else None
+
+
+def _names(node) -> set[str]:
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            out.add(text(n))
+        stack.extend(n.children)
+    return out
+
+
+_LEAVE = ("break_statement", "continue_statement", "return_statement", "goto_statement")
+
+
+def same_value_store(ctx, race: Race, written: set[str]) -> bool:
+    """Whether ``race`` pairs a store of a value that every thread of the block stores
+    alike with a later read of it by another thread (``qij[0] = qj[3] * qi[0] + ...``
+    run by every thread, then read back): the reader stored the same value there first,
+    so it reads that value whichever store it sees. It stays a data race under the CUDA
+    C++ memory model (two conflicting accesses of different threads that no barrier
+    orders), and racecheck measured same-value stores silent (fixtures/CL107/truth.json);
+    CL102 keeps such pairs but lets them add no finding of their own.
+
+    Decided from the syntax (the run keeps no float values): a read-after-write pair
+    whose write is a plain ``=`` store, in the kernel or in a device function the pair
+    ran under a one-thread call of (:attr:`Race.site`), under no condition and in no
+    loop that depends on the thread (nor in a loop a thread may leave a pass of early),
+    whose stored expression does not depend on the
+    thread (:mod:`~cudalint.analysis.sync.divergence`) and names none of ``written``
+    (the arrays and pointers that the function holding the store stores to in the pairs
+    of the same barrier interval: a read-modify-write ``t[0] = b[0] - t[0]`` reads what
+    other threads overwrite). Names are the function's own: a pointer parameter of
+    another device function is not followed to the array it points to, so a store that
+    reads, through such a parameter, an array other threads overwrite with different
+    values counts as same-value (the pair that overwrites it is in the race, and named
+    first, all the same)."""
+    if not race.first_write:
+        return False
+    write = race.first
+    assign = write.parent
+    if assign is None or assign.type != "assignment_expression":
+        return False
+    left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+    op = assign.child_by_field_name("operator")
+    if left is None or right is None or left.id != write.id or op is None or \
+            text(op) != "=":
+        return False
+    fn = ctx.model.enclosing_function(write)
+    if fn is None or fn.body is None:
+        return False
+    if not fn.is_kernel and race.site is None:
+        return False
+    if _names(right) & written:
+        return False
+    dep = ctx.analysis(ThreadDependence).of(fn)
+    if dep.varies(right):
+        return False
+    for a in ancestors(write, fn.body):
+        if a.type in ("while_statement", "do_statement", "for_statement") and \
+                _contains(a.child_by_field_name("body") or a, _LEAVE):
+            return False        # a thread may skip the store and read in a later pass
+        if a.type in ("if_statement", "while_statement", "do_statement", "for_statement",
+                      "switch_statement", "conditional_expression"):
+            cond = a.child_by_field_name("condition")
+            if a.type == "for_statement":
+                if cond is not None and dep.varies(cond) or \
+                        any(dep.varies(a.child_by_field_name(f)) for f in
+                            ("initializer", "update") if a.child_by_field_name(f)):
+                    return False
+            elif cond is None or dep.varies(cond):
+                return False
+        elif a.type == "for_range_loop":
+            return False
+    return True
+
+
+def race_groups(ctx) -> list[RaceGroup]:
+    """CL102's pairs grouped into races (:class:`RaceGroup`), in the order of their
+    first later access. Pairs whose writes all store a same-value (see
+    :func:`same_value_store`) join another race of their barrier interval: they are
+    formally races, but reported as a part of that one (or of one such race)."""
+    units = list(races_for(ctx, "CL102"))
+    if not units:
+        return []
+    n = len(units)
+    parent = list(range(n))
+    owner: dict[tuple, int] = {}
+    written: dict[tuple, set[str]] = {}
+
+    def interval(r: Race) -> tuple:
+        return (r.kernel.node.id, r.kernel.instance, r.interval)
+
+    def holder(r: Race, node) -> tuple:
+        fn = ctx.model.enclosing_function(node)
+        return interval(r) + (fn.node.id if fn is not None else None,)
+
+    for races in (rs for _, rs in units):
+        for r in races:
+            w = _write_node(r)
+            name = _base_name(w)
+            if name:
+                written.setdefault(holder(r, w), set()).add(name)
+    for i, (node, races) in enumerate(units):
+        sites = {r.site.id if r.site is not None else None for r in races}
+        keys: list[tuple] = []
+        if None not in sites and len(sites) == 1:
+            keys.append(("call", races[0].site.id, races[0].kernel.instance))
+        else:
+            stmt = statement_of(node)
+            if stmt is not None:
+                keys.append(("stmt", races[0].kernel.node.id, races[0].kernel.instance,
+                             stmt.id))
+            keys.extend(("array",) + interval(r) + (r.array,) for r in races)
+        for k in keys:
+            if k in owner:
+                _union(parent, owner[k], i)
+            else:
+                owner[k] = i
+    same: set[int] = set()
+    for _, races in units:
+        for r in races:
+            if same_value_store(ctx, r, written.get(holder(r, _write_node(r)), set())):
+                same.add(id(r))
+    members: dict[int, list[int]] = {}
+    for i in range(n):
+        members.setdefault(_find(parent, i), []).append(i)
+    # a race of same-value pairs only joins a race of its barrier interval that has
+    # other pairs (else the first race of only such pairs there)
+    only_same = {root: all(id(r) in same for i in idx for r in units[i][1])
+                 for root, idx in members.items()}
+    target: dict[tuple, int] = {}
+    for root in sorted(members):
+        if not only_same[root]:
+            for i in members[root]:
+                for r in units[i][1]:
+                    target.setdefault(interval(r), root)
+    for root in sorted(members):
+        if only_same[root]:
+            for i in members[root]:
+                for r in units[i][1]:
+                    target.setdefault(interval(r), root)
+    for root in sorted(members):
+        if only_same[root]:
+            r = units[members[root][0]][1][0]
+            _union(parent, target[interval(r)], root)
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(_find(parent, i), []).append(i)
+    return [RaceGroup([units[i] for i in idx], same) for _, idx in sorted(groups.items())]

@@ -1,9 +1,10 @@
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 
+from cudalint.analysis.sync.races import Race
 from cudalint.parse import text
-from cudalint.rules.sync._race_common import (clause, describe, line_ranges, metrics,
-                                              races_for)
+from cudalint.rules.sync._race_common import (RaceGroup, clause, describe, line_ranges,
+                                              metrics, race_groups, statement_of)
 
 
 class MissingBlockBarrier(Rule):
@@ -16,12 +17,26 @@ class MissingBlockBarrier(Rule):
     is executed symbolically (exact per-thread indices, branches, loops, device
     functions of the file); the message names the write, the read and two threads.
 
-    When the races lie inside a device function written for one thread (it names no
-    thread index, lane, barrier or warp intrinsic, and every argument is the same for
-    all threads) that every thread calls on `__shared__` data, the finding is one, at
-    the call, naming the racing lines inside it: the fix is there (let one thread run
-    it, then `__syncthreads()`), not at each access (DROID-SLAM's `relSE3` call gave 21
-    findings, one per access, before).
+    One race is one finding, however many pairs of accesses make it: the pairs of one
+    `__shared__` array between the same two barriers, or of one statement, are reported
+    together, with the number of pairs (`pairs`) and their lines (`lines`): at the one
+    later access when there is one (as before), else at the write of the pair the
+    message names (a read-modify-write such as `t[0] = b[0] - t[0]` run by every thread
+    first). Two barriers missing on one array between the same two barriers are one
+    finding too (its lines name both places). When the races lie inside a device function
+    written for one thread (it names no thread index, lane, barrier or warp intrinsic,
+    and every argument is the same for all threads) that every thread calls on
+    `__shared__` data, the finding is one, at the call, naming the racing lines inside
+    it: the fix is there (let one thread run it, then `__syncthreads()`), not at each
+    access (DROID-SLAM's `relSE3` call gave 21 findings, one per access, before).
+
+    A pair whose write stores a value every thread stores alike (`q[0] = a[0] * b[0]`
+    by the whole block, read back afterwards) is still a data race under the CUDA
+    memory model (two conflicting accesses of different threads that no barrier
+    orders), but the value read does not depend on which store it sees: such pairs are
+    counted (`same_value_pairs`) and named in the message, never the pair the message
+    describes when another is there, and they add no finding of their own beside a race
+    of the same barrier interval (alone, they are one finding).
 
     ## Why is this bad?
     Only a block-wide barrier orders the accesses of different warps. Without it the
@@ -59,34 +74,47 @@ class MissingBlockBarrier(Rule):
     severity = "error"
 
     def check(self, ctx):
-        calls: dict[tuple, list] = {}
-        for node, races in races_for(ctx, self.code):
-            sites = {r.site.id if r.site is not None else None for r in races}
-            if None not in sites and len(sites) == 1:
-                # reached inside a call of a one-thread device function that every
-                # thread runs: one finding at the call, where the fix goes
-                key = (races[0].site.id, races[0].kernel.instance)
-                calls.setdefault(key, []).extend(races)
-                continue
-            race = races[0]
-            _, _, example = describe(race, ctx)
-            yield Finding.at(
-                node,
-                f"missing `__syncthreads()`: {clause(race, 'threads of other warps', ctx)} "
-                f"with no block barrier between ({example})",
-                metrics=metrics(race, len(races), ctx))
-        for races in calls.values():
-            yield call_finding(races, ctx)
+        for group in race_groups(ctx):
+            site = group.site
+            if site is not None:
+                yield call_finding(group, ctx)
+            elif len(group.units) == 1:
+                node, races = group.units[0]
+                race = races[0]
+                _, _, example = describe(race, ctx)
+                yield Finding.at(
+                    node,
+                    f"missing `__syncthreads()`: "
+                    f"{clause(race, 'threads of other warps', ctx)} "
+                    f"with no block barrier between ({example})",
+                    metrics=metrics(race, len(races), ctx))
+            else:
+                yield race_finding(group, ctx)
 
 
-def call_finding(races, ctx) -> Finding:
+def _representative(group: RaceGroup) -> Race:
+    """The pair a finding names: one whose write does not store a value every thread
+    stores alike, an overwrite of what other threads read first (a read-modify-write of
+    shared data by every thread breaks the result), then the earliest place."""
+    return min(group.races, key=lambda r: (id(r) in group.same_value, r.first_write,
+                                           r.second.start_byte, r.first.start_byte))
+
+
+def _same_value_note(group: RaceGroup) -> str:
+    k = sum(1 for r in group.races if id(r) in group.same_value)
+    if not k:
+        return ""
+    which = "all of which" if k == len(group.races) else f"{k} of which"
+    return (f", {which} read back a value every thread stores alike (a data race by the "
+            f"CUDA memory model all the same; the value read does not depend on which "
+            f"store it sees)")
+
+
+def call_finding(group: RaceGroup, ctx) -> Finding:
     """One finding at the kernel's call whose inlined body races across warps."""
-    site = races[0].site
-    # an overwrite of what other threads read first (a read-modify-write of shared data
-    # by every thread breaks the result; a store of equal values does not), then the
-    # earliest place
-    race = min(races, key=lambda r: (r.first_write, r.second.start_byte,
-                                     r.first.start_byte))
+    races = group.races
+    site = group.site
+    race = _representative(group)
     _, _, example = describe(race, ctx)
     kernel = race.kernel.node
     inside = kernel.start_byte <= race.first.start_byte < kernel.end_byte
@@ -109,9 +137,40 @@ def call_finding(races, ctx) -> Finding:
     m = metrics(race, len(races), ctx)
     m["call_line"] = ctx.line(site)
     m["lines"] = lines
+    m["same_value_pairs"] = sum(1 for r in races if id(r) in group.same_value)
     return Finding.at(
         site,
         f"missing `__syncthreads()`: {where}: {clause(race, 'threads of other warps', ctx)} "
         f"({example}); {len(races)} racing pair{'s' if len(races) != 1 else ''} at lines "
-        f"{line_ranges(lines)} ({fix})",
+        f"{line_ranges(lines)}{_same_value_note(group)} ({fix})",
         metrics=m)
+
+
+def race_finding(group: RaceGroup, ctx) -> Finding:
+    """One finding for the pairs of one race that several later accesses make (one
+    array between two barriers, one statement, same-value stores beside a race): at the
+    write of the pair it names (the read-modify-write when there is one), with every
+    pair's lines."""
+    races = group.races
+    race = _representative(group)
+    _, _, example = describe(race, ctx)
+    write = race.first if race.first_write else race.second
+    arrays = sorted({r.array.split("@")[0] for r in races})
+    lines = sorted({ctx.line(n) for r in races for n in (r.first, r.second)})
+    m = metrics(race, len(races), ctx)
+    m["lines"] = lines
+    m["arrays"] = arrays
+    m["same_value_pairs"] = sum(1 for r in races if id(r) in group.same_value)
+    return Finding.at(
+        statement_of(write) if _rmw(race) else write,
+        f"missing `__syncthreads()`: {clause(race, 'threads of other warps', ctx)} "
+        f"with no block barrier between ({example}); {len(races)} racing pairs on "
+        f"{', '.join(f'`{a}`' for a in arrays)} at lines {line_ranges(lines)}"
+        f"{_same_value_note(group)}",
+        metrics=m)
+
+
+def _rmw(race: Race) -> bool:
+    """Both accesses of the pair lie in one statement (``t[0] = b[0] - t[0]``)."""
+    a, b = statement_of(race.first), statement_of(race.second)
+    return a is not None and b is not None and a.id == b.id

@@ -36,6 +36,10 @@ class Hit:
     # the kernel's call (syntax node) under which the later access ran, None when the
     # kernel body itself made it
     site: Node | None = None
+    # which barrier interval of the run the pair fell in (block barriers, and calls that
+    # may synchronize, passed before it): pairs of one interval are fixed by barriers
+    # placed in it
+    interval: int = 0
 
 
 @dataclass
@@ -208,7 +212,8 @@ class SharedLog:
                     site = self.frames[-1].site if self.frames else None
                     races[k] = Hit(other.ts, node.ts, not is_write, cross,
                                    (self.tids[j], self.tids[i]), a, array,
-                                   site.ts if site is not None else None)
+                                   site.ts if site is not None else None,
+                                   len(self.barrier_events))
         snap = self._event_counts
         if snap is None:
             snap = self._event_counts = {w: len(ev) for w, ev in self.events.items()}

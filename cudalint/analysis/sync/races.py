@@ -111,6 +111,9 @@ class Race:
     # the kernel's call statement under which ``second`` ran (a device function inlined
     # there), None when ``second`` is in the kernel body
     site: Node | None = None
+    # the barrier interval of the first run in which the pair fell (its index in that
+    # run: pairs with one index lie between the same two barriers)
+    interval: int = 0
 
     @property
     def rule(self) -> str:
@@ -362,7 +365,7 @@ class RaceAnalysis:
         for k, hit in (agreed or {}).items():
             self.races.append(Race(hit.first, hit.second, hit.first_write, cross[k],
                                    hit.threads, hit.address, hit.array, blocks[0][0],
-                                   blocks[0][1], fn, hit.site))
+                                   blocks[0][1], fn, hit.site, hit.interval))
         self._divergent.update(divergent or {})
         for k, m in (mismatched or {}).items():
             self._mismatched.setdefault(k, m)
