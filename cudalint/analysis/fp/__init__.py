@@ -9,6 +9,10 @@ nvcc may contract to an FMA whose rounding a careful algorithm depends on.
 - ``fptypes``: the walk of libclang's tree gives the types (FP64 promotions, contractions).
 - ``fptypes_ts``: the tree-sitter fallback when libclang is missing or refuses the unit.
 - ``facts``: what the analysis reports, whichever engine computed it.
+- ``fast_math_ops``: the operations of the code a build compiles that fast math moves far
+  from the IEEE result (``sinf`` without range reduction, ``__powf`` of a negative base,
+  ``tanh.approx``, ``__fdividef`` by a huge constant, a subnormal epsilon under -ftz), a
+  lexical scan of the build's CUDA files or kernel string.
 
-Read by CL402 (contraction) and CL403 (FP64 promotion).
+Read by CL401 (fast-math flags), CL402 (contraction) and CL403 (FP64 promotion).
 """
