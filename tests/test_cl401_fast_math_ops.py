@@ -211,3 +211,20 @@ template <typename T> __host__ __device__ T both(T x) { for (int i = 0; i < 2; +
 C10_HOST_DEVICE inline float m(float x) { return tanhf(x); }
 """
     assert [h.name for h in scan(text, device_only=True)] == ["cosf", "tanf", "sin", "tanhf"]
+
+
+def test_cache_deps_of_a_build_file_are_the_kernels_it_compiles(tmp_path):
+    from cudalint.analysis.fp.fast_math_ops import build_file_deps
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "cuda").mkdir()
+    kernel = tmp_path / "cuda" / "k.cu"
+    kernel.write_text('#include "h.cuh"\n__global__ void k(float* y) { y[0] = expf(y[0]); }\n')
+    (tmp_path / "cuda" / "h.cuh").write_text("#pragma once\n")
+    cmake = tmp_path / "CMakeLists.txt"
+    text = 'set(CMAKE_CUDA_FLAGS "--use_fast_math")\nadd_library(k cuda/k.cu)\n'
+    cmake.write_text(text)
+    digest, deps = build_file_deps(str(cmake), text, "cmake")
+    assert sorted(Path(p).name for p, _ in deps) == ["h.cuh", "k.cu"]
+    kernel.write_text('#include "h.cuh"\n__global__ void k(float* y) { y[0] = sinf(y[0]); }\n')
+    assert build_file_deps(str(cmake), text, "cmake")[0] != digest
+    assert build_file_deps(str(cmake), "add_library(k cuda/k.cu)\n", "cmake") == ("", ())

@@ -425,10 +425,11 @@ def resolve_sources(patterns: list[str], folder: str) -> list[str] | None:
             if not (p in seen or seen.add(p))][:MAX_FILES]
 
 
-def files_hits(paths: list[str]) -> list[Located]:
-    """The hits in the files and the headers they include (quoted, relative, 3 deep)."""
+def files_hits(paths: list[str], seen: set[str] | None = None) -> list[Located]:
+    """The hits in the files and the headers they include (quoted, relative, 3 deep);
+    ``seen`` collects the files read."""
     out: list[Located] = []
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     todo = [(p, 0) for p in paths]
     while todo and len(seen) < MAX_FILES:
         path, depth = todo.pop(0)
@@ -470,7 +471,7 @@ class BuildCode:
                     # the kernel string of the Python call; "unknown": nothing readable
 
 
-def build_code(build, kernels, file_text: str) -> BuildCode:
+def build_code(build, kernels, file_text: str, read: set[str] | None = None) -> BuildCode:
     """The far-from-IEEE operations of the code ``build`` compiles. ``kernels``: the
     embedded kernels of the build file (Python), matched to a CuPy/PyCUDA/``load_inline``
     build by the span of its call."""
@@ -482,9 +483,57 @@ def build_code(build, kernels, file_text: str) -> BuildCode:
     folder = os.path.dirname(os.path.abspath(build.path))
     if not build.sources:
         paths = _walk_cuda(folder)
-        return BuildCode(files_hits(paths), "folder" if paths else "unknown")
+        return BuildCode(files_hits(paths, read), "folder" if paths else "unknown")
     paths = resolve_sources(build.sources, folder)
     if not paths:
         return BuildCode([], "unknown")
     how = "folder" if build.sources == ["**/*.cu"] else "sources"
-    return BuildCode(files_hits(paths), how)
+    return BuildCode(files_hits(paths, read), how)
+
+
+def compiled_deps(builds) -> tuple[str, tuple]:
+    """(digest, deps) for the result cache of a build file: the CUDA files CL401 reads
+    for its builds (bytes in the digest, stat signatures in deps), so that an edit of a
+    kernel a build file compiles changes that build file's CL401 result. A CUDA file
+    added to a folder-wide build's folder is not seen by stat (as a new header is not)."""
+    import hashlib
+
+    from cudalint.sources.signature import file_sig
+    read: set[str] = set()
+    for b in builds:
+        if b.kind not in EMBEDDED:
+            build_code(b, [], "", read)
+    if not read:
+        return "", ()
+    h = hashlib.sha256()
+    deps = []
+    for path in sorted(read):
+        deps.append((path, file_sig(path)))
+        try:
+            h.update(path.encode() + b"\0" + Path(path).read_bytes())
+        except OSError:
+            continue
+    return h.hexdigest(), tuple(deps)
+
+
+def build_file_deps(path: str, text: str, kind: str) -> tuple[str, tuple]:
+    """:func:`compiled_deps` of a build file of ``kind`` (python, cmake, make, toml);
+    ("", ()) for a file that sets no fast-math flag."""
+    from cudalint.project.buildflags import FAST_MATH_WORDS
+    if not any(w in text for w in FAST_MATH_WORDS):
+        return "", ()
+    if kind == "python":
+        from cudalint.project.build_python import python_builds
+        builds = python_builds(text, path)
+    elif kind == "cmake":
+        from cudalint.project.build_cmake import cmake_builds
+        builds = cmake_builds(text, path)
+    elif kind == "make":
+        from cudalint.project.build_make import make_builds
+        builds = make_builds(text, path)
+    elif kind == "toml":
+        from cudalint.project.build_toml import toml_builds
+        builds = toml_builds(text, path)
+    else:
+        return "", ()
+    return compiled_deps(builds)
