@@ -19,7 +19,14 @@ class GlobalMemoryRace(Rule):
     is a grid of one block. Not reported: atomics, an access under a condition that
     reads an atomic's result (the last thread to arrive), per-thread ranges that do not
     overlap, an element read and written by one thread, one store site run by several
-    threads with plain `=` and stores of one constant (the values may agree). An
+    threads with plain `=` and stores of one constant (the values may agree). The
+    threads that reach an access are those its guards let through: enclosing `if`
+    and loop conditions, earlier `if (c) return;`, the condition of a conditional
+    expression around it (`t < n ? c[i] : 0`) and the left side of `&&`/`||`; a
+    condition whose one part reads memory still keeps its other parts (`t < n &&
+    pad[b]` lets only threads below `n` through). With no launch in the project, a
+    1-D kernel is taken at 256 threads, or at the width K its index is written for
+    (`threadIdx.x + blockIdx.x * K`, K a constant, `blockDim.x` never read). An
     unknown parameter that multiplies the thread index (a row pitch) is taken at a
     large value (1024); one that shifts every address (`a[tid + offset]`) at 1, 37
     and 1024. Accesses in the device functions the kernel calls directly are evaluated

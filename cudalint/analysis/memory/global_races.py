@@ -30,8 +30,18 @@ counter (``od[y * w]`` walking a column: at pitch 1 the rows of the loop meet th
 threads' elements); one that only shifts every thread's address (``a[tid + offset]``) is
 compared in every sample, and a value every launch passes as a constant is exact. Which
 threads reach an access is decided per column: enclosing ``if`` and loop conditions and earlier
-``if (...) return;`` statements, where the engine can evaluate them (bounds on a sampled
-parameter included); unknown conditions are assumed to hold either way.
+``if (...) return;`` statements, and the operators that evaluate the access on one outcome
+(``t < n ? c[i] : 0``, ``t < n && c[i]``), where the engine can evaluate them (bounds on a
+sampled parameter included, a ``__shared__`` scalar read after a barrier as one value for
+the block); an unknown condition is assumed to hold either way, and an unknown part of
+one keeps what the rest says (``t < n && pad[b]``: only threads below ``n``;
+kernel_lanes_conditions).
+
+The block: a launch's, or for a 1-D kernel no launch of the unit gives one, 256 threads,
+unless its own index says the width it is written for: ``threadIdx.x + blockIdx.x * K``
+with K a constant of the unit (``block_size_x``, a tuner's macro) in a kernel that never
+reads ``blockDim.x`` is evaluated with blocks of K threads (32 to 1024). Blocks 0 and 1 of
+another width would meet at indices the kernel's own tiling never gives two threads.
 
 Not reported: atomics (the address is taken); an access under a condition that reads an
 atomic's result (the last thread to arrive finishes the work, ordered by the atomic);
@@ -44,13 +54,15 @@ passes them the same argument (``k<<<g, b>>>(d, d)``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
 from cudalint.analysis.memory.callee_lanes import CalleeLanes, bind_arguments, device_calls
 from cudalint.analysis.memory.kernel_lanes import KernelLanes
+from cudalint.analysis.memory.kernel_lanes_conditions import (condition_mask,
+                                                              expression_guards, strip)
 from cudalint.analysis.memory.lane_values import COUNTER_SAMPLES, N_SAMPLES, Opaque
 from cudalint.analysis.memory.lanes import (MAX_NEST, _direction, _no_known_block,
                                             any_1d_block, _one_dimensional, _Parents,
@@ -239,6 +251,10 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns, up,
     shape = block_shape(ctx, fn)
     if shape is None and _one_dimensional(fn) and _no_known_block(ctx, fn):
         shape = any_1d_block(fn)
+        width = _index_width(fn)
+        if shape is not None and width is not None and (
+                shape.bound is None or width <= shape.bound):
+            shape = replace(shape, dims=(width, 1, 1))
     if shape is None or nesting(fn.body, MAX_NEST) > MAX_NEST:    # lanes.MAX_NEST
         return []
     body = fn.body.text
@@ -300,6 +316,40 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns, up,
         # names) are the instantiation's own, and races are rare
         shared.setdefault(key, found)
     return found
+
+
+# ``threadIdx.x + blockIdx.x * K`` and its spellings: the global index of a block of K
+_K = r"([A-Za-z_]\w*|\d+)"
+_BX = r"blockIdx\s*\.\s*x"
+_TX = r"threadIdx\s*\.\s*x"
+_WIDTH = re.compile(
+    rf"(?<![\w*/.])(?:{_TX}\s*\+\s*(?:{_BX}\s*\*\s*{_K}|{_K}\s*\*\s*{_BX})"
+    rf"|(?:{_BX}\s*\*\s*{_K}|{_K}\s*\*\s*{_BX})\s*\+\s*{_TX})(?![\w(\[.]|\s*[*/])")
+
+
+def _index_width(fn: "Function") -> int | None:
+    """The block width a kernel of unknown launch says it is written for: its global
+    index is ``threadIdx.x + blockIdx.x * K`` (in any order) with K a constant of the
+    unit (``block_size_x``, a tuner's macro), the same K wherever it is spelled so, and
+    it never reads ``blockDim.x``. Blocks of K threads tile the index without overlap;
+    another width is a launch the kernel is not written for, and the assumed 256 would
+    make threads of blocks 0 and 1 meet at an index only that width gives two threads
+    (sheet-newcorpus5 W3: ``thread 32 of block 0`` against ``thread 0 of block 1`` at
+    ``j = 32`` for ``block_size_x`` = 32)."""
+    body = fn.body.text if fn.body is not None else b""
+    if b"blockDim" in body:
+        return None
+    widths = set()
+    for m in _WIDTH.finditer(body.decode("utf-8", "replace")):
+        name = next(g for g in m.groups() if g is not None)
+        k = int(name) if name.isdigit() else fn.constants.get(name)
+        if k is None:
+            return None                 # a parameter or a local: no width said
+        widths.add(k)
+    if len(widths) != 1:
+        return None
+    k = widths.pop()
+    return k if 32 <= k <= 1024 else None
 
 
 # what makes an element size reach an address other than by scaling every element of
@@ -506,18 +556,20 @@ def _scales_threads(offset, cols) -> bool:
     return len(shapes) > 1
 
 
-def _condition(lanes: KernelLanes, cond: Node | None) -> tuple | None:
-    """The condition's value per column, or None (the engine cannot evaluate it)."""
-    if cond is None:
-        return None
-    inner = cond
-    while inner.type in ("condition_clause", "parenthesized_expression") and \
-            inner.named_child_count == 1:
-        inner = inner.named_children[0]
+def _condition(lanes: KernelLanes, cond: Node | None, want: bool = True
+               ) -> tuple | None:
+    """The columns where the condition may be ``want`` (the parts of ``A && B`` the
+    engine evaluates, kernel_lanes_conditions), or None (nothing known)."""
+    return condition_mask(lambda leaf: _leaf(lanes, leaf), cond, want)
+
+
+def _leaf(lanes: KernelLanes, cond: Node) -> tuple | None:
+    """One condition's value per column, or None (the engine cannot evaluate it)."""
+    inner = strip(cond)
     saved = lanes.used_tid
     lanes.used_tid = set()
     try:
-        return lanes.int_value(inner)
+        return lanes.condition_value(inner)
     except (Opaque, RecursionError, OverflowError, ValueError, TypeError, AttributeError):
         return None
     finally:
@@ -526,8 +578,14 @@ def _condition(lanes: KernelLanes, cond: Node | None) -> tuple | None:
 
 def _reached(lanes: KernelLanes, fn, node: Node, up) -> tuple:
     """Columns whose thread reaches ``node``: enclosing if conditions and earlier
-    ``if (c) return;`` statements of enclosing blocks, where the engine evaluates them."""
+    ``if (c) return;`` statements of enclosing blocks, and the operators that evaluate
+    it on one outcome (``t < n ? c[i] : 0``, ``t < n && c[i]``), where the engine
+    evaluates them, in part (``t < n && pad[b]``) or whole."""
     act = list(lanes.active0)
+    for cond, want in expression_guards(node, fn.body):
+        vec = _condition(lanes, cond, want)
+        if vec is not None:
+            act = [a and bool(v) for a, v in zip(act, vec)]
     cur = node
     while True:
         parent = up(cur)
@@ -543,9 +601,9 @@ def _reached(lanes: KernelLanes, fn, node: Node, up) -> tuple:
             in_cons = cons is not None and cons.id == cur.id
             in_alt = alt is not None and alt.id == cur.id
             if in_cons or in_alt:
-                vec = _condition(lanes, parent.child_by_field_name("condition"))
+                vec = _condition(lanes, parent.child_by_field_name("condition"), in_cons)
                 if vec is not None:
-                    act = [a and (bool(v) == in_cons) for a, v in zip(act, vec)]
+                    act = [a and bool(v) for a, v in zip(act, vec)]
         elif parent.type in ("for_statement", "while_statement") and \
                 parent.child_by_field_name("body") is not None and \
                 parent.child_by_field_name("body").id == cur.id:
@@ -556,9 +614,9 @@ def _reached(lanes: KernelLanes, fn, node: Node, up) -> tuple:
             for stmt in _exit_ifs(lanes, parent):
                 if stmt.start_byte >= cur.start_byte:
                     break
-                vec = _condition(lanes, stmt.child_by_field_name("condition"))
+                vec = _condition(lanes, stmt.child_by_field_name("condition"), False)
                 if vec is not None:
-                    act = [a and not v for a, v in zip(act, vec)]
+                    act = [a and bool(v) for a, v in zip(act, vec)]
         cur = parent
     return tuple(act)
 

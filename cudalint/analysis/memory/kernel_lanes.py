@@ -26,6 +26,9 @@ from cudalint.model.instances import bound_type, instance_array
 from cudalint.model.launch_shape import BlockShape
 from cudalint.model.types import VECTOR_COMPONENT as _VECTOR_COMPONENT, StructType, type_size
 from cudalint.parse import text
+from cudalint.analysis.memory.kernel_lanes_conditions import (condition_mask,
+                                                              expression_guards,
+                                                              settled_shared, strip)
 from cudalint.analysis.memory.names import self_bump
 from cudalint.analysis.memory.tail_paths import first_lane_only, one_lane_branch
 
@@ -73,9 +76,12 @@ class KernelLanes:
         self._visiting: set[int] = set()
         # a declared variable's value does not depend on where it is used: evaluate it
         # once per kernel (value or Opaque, and the thread axes it reads)
-        self._values: dict[tuple[int, str],
+        self._values: dict[tuple[int, str, bool],
                            tuple[object, frozenset[str], frozenset[str]]] = {}
         self._conditions: dict[int, tuple[tuple | None, frozenset[str]]] = {}
+        # evaluating a branch condition: a settled ``__shared__`` scalar reads as a
+        # uniform unknown there (``if (e == best)``), nowhere else
+        self.in_condition = False
         # (if statement, branch) -> a tail path's loop values and window (tail_paths)
         self.tail_windows: dict[tuple[int, bool], tuple[tuple, int] | None] = {}
 
@@ -261,7 +267,19 @@ class KernelLanes:
             raise Opaque(node)
         if decl.pointer:
             raise Opaque(node)
+        if self.in_condition and settled_shared(self, decl.node, decl.scope, node):
+            return self.sampled(PARAM_SAMPLES)
         return self._decl_value(decl, node, self.int_value)
+
+    def condition_value(self, node: Node) -> tuple:
+        """``node``'s value per column as a branch condition (``int_value``, with a
+        settled ``__shared__`` scalar a uniform unknown)."""
+        saved = self.in_condition
+        self.in_condition = True
+        try:
+            return self.int_value(node)
+        finally:
+            self.in_condition = saved
 
     # -- declarations and reaching values ---------------------------------------------
     def declaration_of(self, ident: Node) -> _Decl | None:
@@ -289,7 +307,7 @@ class KernelLanes:
     def _decl_value(self, decl: _Decl, use: Node, evaluate: Callable[[Node], object]):
         """The value a declared variable holds at a use: its initializer, plus uniform
         accumulated updates; anything else (reassignment, address taken) is opaque."""
-        key = (decl.declarator.id, evaluate.__name__)
+        key = (decl.declarator.id, evaluate.__name__, self.in_condition)
         memo = self._values.get(key)
         if memo is None:
             saved, saved_params = self.used_tid, self.used_params
@@ -616,16 +634,25 @@ class KernelLanes:
             if cur.end_byte < hi or cur.id == node.id:
                 continue
             cond = cur.child_by_field_name("condition")
-            mask = self._thread_condition(cond)
             cons = cur.child_by_field_name("consequence")
+            alt = cur.child_by_field_name("alternative")
             taken = cons is not None and cons.start_byte <= lo < cons.end_byte
+            if not taken and (alt is None or not alt.start_byte <= lo < alt.end_byte):
+                continue                # in the condition: run before either branch
+            # the parts of ``A && B`` that can be evaluated still separate the lanes
+            mask = condition_mask(self._thread_condition, cond, taken)
             if mask is not None:
-                act = [a and (bool(m) == taken) for a, m in zip(act, mask)]
+                act = [a and bool(m) for a, m in zip(act, mask)]
             if one_lane_branch(self, cur, taken, act):
                 # a tail path of the loop around it (the group straddling the end):
                 # one lane runs it, whatever the bound, not the warp (the samples of
                 # the bound alone can put every lane there, or none)
                 act = first_lane_only(act, self.groups)
+        for cond, want in expression_guards(node, self.fn.body):
+            # ``t < len ? c[idx] : 0``, ``t < len && c[idx]``: read where it holds
+            mask = condition_mask(self._thread_condition, cond, want)
+            if mask is not None:
+                act = [a and bool(m) for a, m in zip(act, mask)]
         return tuple(act)
 
     @cached_property
@@ -647,14 +674,11 @@ class KernelLanes:
             if touched:
                 self.used_tid |= touched
             return mask
-        inner = cond
-        while inner.type in ("condition_clause", "parenthesized_expression") and \
-                inner.named_child_count == 1:
-            inner = inner.named_children[0]
+        inner = strip(cond)
         saved = self.used_tid
         self.used_tid = set()
         try:
-            vec = self.int_value(inner)
+            vec = self.condition_value(inner)
         except Opaque:
             touched = frozenset(self.used_tid)
             self.used_tid = saved | touched
