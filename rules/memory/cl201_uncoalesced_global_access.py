@@ -1,8 +1,8 @@
-import re
-
 from cudalint.analysis.memory.figures import (SECTOR, block_line_metrics, coalescing_figures,
                                               merge_reached, reached_metrics,
                                               reached_text, sectors, surely_below)
+from cudalint.analysis.memory.column_walk import neighbour_index
+from cudalint.analysis.memory.early_break import early_break_scan
 from cudalint.analysis.memory.hot_path import HotPath
 from cudalint.analysis.memory.lane_values import PARAM_SAMPLES
 from cudalint.analysis.memory.lanes import LaneAnalysis
@@ -226,6 +226,29 @@ class UncoalescedGlobalAccess(Rule):
     cumsumKernel was said to touch 16 sectors per request). A tail all 32 lanes can
     share (`k + 127 < n`) keeps the warp's figures (fixtures/CL201/tail_path.cu).
 
+    (Revised 2026-11-24, issue 20: walks whose other sector bytes the kernel uses,
+    sheet-newcorpus5 W4/W5) A row walk whose counter starts at the lane's own row (`for
+    (i = r * m; i < r * m + m; ++i) ... d[i]`, or `int i; for (i = i_s; i < i_t; ++i)`: a
+    start that differs by lane, a bound the same distance from it in every lane of a
+    warp) is a row walk like one counted from 0, and a record read whole when its length
+    is a constant; measured on an H100 in this spelling (`fixtures/CL201/column_walk.json`)
+    rows of 64 floats 2.64x the column-major time, rows of 8 floats 1.00x, as
+    record_loop.json. A column walk whose neighbouring elements the kernel reads through
+    an index the same for every lane of a warp, stepping by one from one warp
+    (threadIdx.y/z) or block (blockIdx.*) to the next and moving the address by one
+    element (`for (j = threadIdx.y; j < n; j += 32) ... a[i * n + j]`, lanes on `i`; `c =
+    blockIdx.y; ... g[v * C + c]`), is no "bytes no access uses": the message names the
+    index and its axis, and the remedy puts the lanes on it (swap the roles of
+    threadIdx.x and threadIdx.y, or transpose through shared memory); metrics `wasted`
+    `column_walk`, `neighbour_index`, `neighbour_axis`. It stays a default finding, on
+    the measured cost (`tools/gputruth/column_walk.py`, 256 MB of floats, ncu): with the
+    other warps of a 32x32 block reading the neighbours, DRAM and L2 moved the useful
+    bytes but L1 8x the sectors, and the walk took 2.2-2.8x the time of the lanes on `j`;
+    with the neighbours in other blocks a grid row apart (blockIdx.y), DRAM moved 8-16x
+    the useful bytes and the walk took 3.4-8.7x the time. Neighbours in blockIdx.x were
+    not measured, and the message says so. A declaration of several names (`int t =
+    blockIdx.x, e = threadIdx.x;`) is not followed: the lane engine holds them together.
+
     (Revised 2026-11-24, issue 13) Accesses in a `__device__` function of the file that
     a kernel calls (three calls deep at most) are evaluated at each call with what the
     call passes: a pointer argument is the caller's pointer (`head(xyz + 3 * i)`, one
@@ -419,6 +442,8 @@ class UncoalescedGlobalAccess(Rule):
             remedy = (f"store the rows column-major (element k of every row side by side) "
                       f"so that consecutive lanes {verb} consecutive elements, or stage the "
                       f"block's rows through shared memory")
+        if waste is not None and waste.get("wasted") == "column_walk":
+            remedy = _column_walk_remedy(waste, kind)
         if remedy is None:
             if by is not None and "stride_bytes_per_unit" in fig:
                 # the stride at the values the figure holds for
@@ -427,7 +452,7 @@ class UncoalescedGlobalAccess(Rule):
             remedy = _remedy(access, stride if stride is not None else
                              fig.get("x_stride_bytes"))
         why = f"; {waste['text']}" if waste else ""
-        scan = _early_break_scan(access) if kind == "store" else None
+        scan = early_break_scan(access) if kind == "store" else None
         if scan is not None:
             row = ctx.unit.file.position(ctx.unit.file_offset(scan.start_byte))[0] \
                 if _mappable(ctx, scan) else None
@@ -478,92 +503,6 @@ _MEASURED_SCAN = ("measured on an H100 (a ball-query analog, n 1k-64k, nsample 1
                   "within a few times nsample points; profile first")
 
 
-_LOOPS = ("for_statement", "while_statement", "do_statement")
-
-
-def _early_break_scan(access):
-    """The scan whose hits write this store's row, or None: a loop with a `break` of its
-    own under a condition on a count the loop body increments (`if (++cnt >= nsample)
-    break;`), with the store in the block that increments it (the hit branch), or in a
-    loop after the scan whose header reads that count (the padding loop `for (l = cnt;
-    l < nsample; ++l)`), as in ball queries."""
-    body = access.kernel.body
-    cur, outer_loop = access.node, None
-    while cur.parent is not None and (body is None or cur.id != body.id):
-        parent = cur.parent
-        if parent.type in _LOOPS:
-            counts = _break_counts(parent)
-            if any(_within(access.node, block) for _, block in counts):
-                return parent
-            outer_loop = outer_loop or parent
-        if parent.type == "compound_statement" and outer_loop is not None:
-            header = _header_text(outer_loop)
-            for sib in parent.children:
-                if sib.start_byte >= cur.start_byte:
-                    break
-                if sib.type in _LOOPS and any(
-                        re.search(rf"\b{re.escape(name)}\b", header)
-                        for name, _ in _break_counts(sib)):
-                    return sib
-        cur = parent
-    return None
-
-
-def _break_counts(loop) -> list[tuple[str, object]]:
-    """(count, the block incrementing it) for the counts a `break` of this loop (not of
-    a nested loop or switch) is conditioned on and its body increments."""
-    body = loop.child_by_field_name("body")
-    if body is None:
-        return []
-    incs: dict[str, list] = {}
-    conds: set[str] = set()
-    stack = [body]
-    while stack:
-        n = stack.pop()
-        if n.type in _LOOPS or n.type == "switch_statement":
-            continue
-        if n.type == "update_expression" or n.type == "assignment_expression" and \
-                n.child_by_field_name("operator") is not None and \
-                n.child_by_field_name("operator").type == "+=":
-            target = n.child_by_field_name("argument") or n.child_by_field_name("left")
-            if target is not None and target.type == "identifier":
-                block = n.parent
-                while block is not None and block.type != "compound_statement":
-                    block = block.parent
-                incs.setdefault(target.text.decode("utf-8", "replace"), []).append(block)
-        if n.type == "break_statement":
-            up = n.parent
-            while up is not None and up.id != loop.id and up.type != "if_statement":
-                up = up.parent
-            if up is not None and up.type == "if_statement":
-                cond = up.child_by_field_name("condition")
-                if cond is not None:
-                    conds.update(_identifiers_of(cond))
-        stack.extend(n.children)
-    return [(name, block) for name, blocks in incs.items() if name in conds
-            for block in blocks if block is not None]
-
-
-def _identifiers_of(node) -> set[str]:
-    out, stack = set(), [node]
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier":
-            out.add(n.text.decode("utf-8", "replace"))
-        stack.extend(n.children)
-    return out
-
-
-def _within(node, block) -> bool:
-    return block.start_byte <= node.start_byte and node.end_byte <= block.end_byte
-
-
-def _header_text(loop) -> str:
-    body = loop.child_by_field_name("body")
-    end = body.start_byte if body is not None else loop.end_byte
-    return loop.text[:end - loop.start_byte].decode("utf-8", "replace")
-
-
 def _row_walk_measure(fig: dict) -> str:
     """The row-walk measurement, said of the rows this finding is about: a row length
     given by a parameter gets the parameter's values on each side of the measured line
@@ -586,6 +525,47 @@ def _row_walk_measure(fig: dict) -> str:
                 f"fewer walked this way ran as fast as a column-major layout and rows of "
                 f"32 floats or more 2.4-2.8x slower: in between nothing was measured")
     return _MEASURED_ROW_WALK
+# fixtures/CL201/column_walk.json (tools/gputruth/column_walk.py), 256 MB of floats;
+# tests/test_cl201_column_walk.py checks these figures against the record
+_MEASURED_COLUMN_BLOCK = ("measured on an H100 for loads (a 32x32 block per frame), DRAM "
+                          "moved the useful bytes, but the walk took 2.2-2.8x the time "
+                          "of the lanes on the contiguous index")
+_MEASURED_COLUMN_GRID = ("measured on an H100 for loads with the neighbours a grid row "
+                         "apart (blockIdx.y), the blocks that read them ran too far apart "
+                         "for the caches to keep the sectors: DRAM moved 8-16x the useful "
+                         "bytes, and the walk took 3.4-8.7x the time of the lanes on "
+                         "consecutive elements")
+
+
+def _column_walk_text(near, fig: dict, direction: str | None) -> str:
+    """The waste of a column walk whose sectors other warps or blocks use."""
+    count = f"{fig['sectors_per_request']:g}"
+    verb = {"store": "write", "load": "read"}.get(direction, "update")
+    if near.in_block:
+        return (f"lanes walk down a column, and other warps of the block {verb} the "
+                f"neighbouring elements of each sector (the next values of `{near.name}`, "
+                f"from {near.axis}): the bytes are used, but each request costs {count} "
+                f"L1 sectors where {fig['ideal_sectors_per_request']} would do: "
+                f"{_MEASURED_COLUMN_BLOCK}")
+    untested = "" if near.axis == "blockIdx.y" else \
+        f"; neighbours in {near.axis} were not measured"
+    return (f"lanes walk down a column, and other blocks {verb} the neighbouring elements "
+            f"of each sector (the next values of `{near.name}`, from {near.axis}), not "
+            f"this warp: {_MEASURED_COLUMN_GRID}{untested}")
+
+
+def _column_walk_remedy(waste: dict, kind: str) -> str:
+    verb = "write" if kind == "store" else "read"
+    name, axis = waste["neighbour_index"], waste["neighbour_axis"]
+    if axis.startswith("threadIdx"):
+        return (f"put the lanes on the contiguous index: swap the roles of threadIdx.x "
+                f"and {axis} so that consecutive lanes {verb} consecutive values of "
+                f"`{name}`, or transpose through a shared-memory tile")
+    return (f"put the lanes on the contiguous index: let consecutive lanes {verb} "
+            f"consecutive values of `{name}` (threadIdx.x for it, {axis} for the index "
+            f"the lanes walk now), or transpose through a shared-memory tile")
+
+
 _MEASURED_REREAD = ("records read whole once cost what structure-of-arrays costs; a "
                     "farthest-point-sampling loop re-reading them gained 12% from SoA, a "
                     "plain re-read loop measured within 1% on an H100: profile first")
@@ -625,6 +605,14 @@ def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
         return {"wasted": "row_walk", "loop_line": row,
                 "text": f"each thread walks its own row across the loop{at}{part}: "
                         f"{_row_walk_measure(fig)}"}
+    near = neighbour_index(access, large_value_samples(fig)) \
+        if fetched - used >= SECTOR else None
+    if near is not None:
+        # a column walk: the rest of each sector is the neighbouring warps' or blocks'
+        # elements, used by the kernel, so "bytes no access uses" would be false
+        return {"wasted": "column_walk", "neighbour_index": near.name,
+                "neighbour_axis": near.axis,
+                "text": _column_walk_text(near, fig, direction)}
     if fetched - used >= SECTOR or not fetched:
         verb = {"store": "writes", "load": "reads"}.get(_direction(access), "accesses")
         return {"wasted": "unused_bytes", "warp_fetched_bytes": fetched,

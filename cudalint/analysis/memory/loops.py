@@ -322,7 +322,16 @@ def whole_record_loop(access: Access, span: int | None = None,
     for loop in loops_around(access.node, loop_nodes(access.kernel.body)):
         counted = counted_loop(access.int_values, loop)
         if counted is None:
-            continue
+            lane = lane_row_loop(access, loop)
+            if lane is None or lane.step != span or len(set(lane.length)) != 1:
+                continue
+            # from the lane's own row start: each lane covers trip * span bytes
+            strides = _lane_strides(access.groups)
+            record = lane.length[0] * span
+            if not strides or strides != {record} or \
+                    max_record is not None and record > max_record:
+                return None
+            return loop
         got = counter_step(access, counted)
         if got is None or got[1] != span:
             continue
@@ -357,7 +366,16 @@ def row_walk_loop(access: Access, span: int, samples: set[int] | None = None) ->
         return None
     for loop in loops_around(access.node, loop_nodes(access.kernel.body)):
         counted = counted_loop(access.int_values, loop, open_stop=True)
-        if counted is None or counted.trip is not None:
+        if counted is None:
+            lane = lane_row_loop(access, loop)
+            if lane is not None and lane.step == span and len(set(lane.length)) > 1:
+                # `for (i = r * m; i < r * m + m; ++i) ... d[i]`: the lane's own row,
+                # its length a run-time value; the first iteration is the access itself
+                strides = _lane_strides(access.groups, samples)
+                if strides and min(strides) > span:
+                    return loop
+            continue
+        if counted.trip is not None:
             continue                    # a constant trip: counter_walk counts its bytes
         got = counter_step(access, counted)
         if got is None or got[1] != span:
@@ -372,6 +390,104 @@ def row_walk_loop(access: Access, span: int, samples: set[int] | None = None) ->
         if strides and min(strides) > span:
             return loop
     return None
+
+
+@dataclass(frozen=True)
+class LaneRowLoop:
+    """``for (int i = r * m; i < r * m + m; ++i)``: a loop whose counter starts at a
+    value that differs by lane (the lane's row) and runs the same number of iterations
+    in every lane of a warp: ``length`` per (sample, warp) group, ``step`` the bytes the
+    counter moves the access's address by from one iteration to the next."""
+    node: Node
+    length: tuple
+    step: int
+
+
+def lane_row_loop(access: Access, loop: Node) -> LaneRowLoop | None:
+    """The loop as a walk over each lane's own row (``LaneRowLoop``), or None: a ``for``
+    whose counter is declared or assigned in its header from a start that is not one
+    value everywhere (it differs by lane, or it is data: mmcv's padding loop ``for (k =
+    cnt; k < sampled_pts_num; k++)``, which ``counted_loop`` leaves out), bounded by
+    ``<``/``<=`` a value whose distance from the start is the same for every lane of each
+    warp, stepping by one (DirectVoxGO's ``for (i = i_s; i < i_t; ++i)``, ``i_t = i_s +
+    n_pts``). The counter is held at two consecutive values for every lane to read the
+    address's step."""
+    values = access.int_values
+    if loop.type != "for_statement" or values is None or access.reevaluate is None:
+        return None
+    init = loop.child_by_field_name("initializer")
+    cond = loop.child_by_field_name("condition")
+    upd = loop.child_by_field_name("update")
+    if init is None or cond is None or upd is None or cond.type != "binary_expression":
+        return None
+    if init.type == "declaration":
+        declared = _declared(init)
+        if len(declared) != 1 or declared[0][3] is None or declared[0][2]:
+            return None
+        name, start_node, decl = declared[0][0], declared[0][3], init
+    elif init.type == "assignment_expression" and \
+            text(init.child_by_field_name("operator")) == "=":
+        name, start_node = text(init.child_by_field_name("left")), \
+            init.child_by_field_name("right")
+        decl = _declaration_before(access.kernel.body, name, loop)
+        if decl is None:
+            return None
+    else:
+        return None
+    op = text(cond.child_by_field_name("operator"))
+    if text(cond.child_by_field_name("left")) != name or op not in ("<", "<="):
+        return None
+    if text(upd).replace(" ", "") not in (f"++{name}", f"{name}++", f"{name}+=1",
+                                          f"{name}={name}+1"):
+        return None
+    start, stop = values(start_node), values(cond.child_by_field_name("right"))
+    if not start or not stop or len(start) != len(stop) or len(set(start)) == 1:
+        return None
+    lengths = []
+    for g in range(0, len(start), WARP):
+        diff = {b - a + (op == "<=") for a, b in zip(start[g:g + WARP], stop[g:g + WARP])}
+        if len(diff) != 1:
+            return None
+        lengths.append(diff.pop())
+    a0 = access.reevaluate({decl.id: start[0]})
+    a1 = access.reevaluate({decl.id: start[0] + 1})
+    if a0 is None or a1 is None or len(a0.groups) != len(a1.groups):
+        return None
+    steps = {y - x for r0, r1 in zip(a0.groups, a1.groups) for x, y in zip(r0, r1)
+             if x is not None and y is not None}
+    if len(steps) != 1:
+        return None
+    return LaneRowLoop(loop, tuple(lengths), steps.pop())
+
+
+def _declaration_before(body: Node, name: str, loop: Node) -> Node | None:
+    """The declaration of ``name`` nearest before ``loop`` in the blocks around it (``int
+    i; for (i = i_s; ...)``)."""
+    cur = loop
+    while cur is not None and cur.id != body.id:
+        parent = cur.parent
+        if parent is None:
+            return None
+        if parent.type == "compound_statement":
+            for sib in reversed(parent.children):
+                if sib.start_byte >= cur.start_byte or sib.type != "declaration":
+                    continue
+                if any(d[0] == name for d in _declared(sib)):
+                    return sib
+        cur = parent
+    return None
+
+
+def _lane_strides(groups, samples: set[int] | None = None) -> set[int]:
+    """Distances between neighbouring live lanes, over the groups of ``samples``."""
+    strides: set[int] = set()
+    nw = max(1, len(groups) // N_SAMPLES)
+    for g, row in enumerate(groups):
+        if samples is not None and g // nw not in samples:
+            continue
+        live = [x for x in row if x is not None]
+        strides.update(b - a for a, b in zip(live, live[1:]))
+    return strides
 
 
 # counted loops walked value by value for the traffic figure, and at most this many

@@ -1,0 +1,208 @@
+"""Column walks whose sectors other threads of the launch use (CL201's message, issue 20,
+sheet-newcorpus5 W5 and sheet-newcorpus4 #29-#32).
+
+A warp whose lanes walk down a column of a row-major array (``a[i * n + j]``, ``i`` from
+threadIdx.x) touches a sector per lane and uses 4 bytes of each; but when the index that
+moves the address by one element is the warp's or the block's (``j`` from threadIdx.y,
+``c = blockIdx.y``), the rest of each sector is read by the neighbouring warps of the block
+or by the neighbouring blocks. "Bytes no access of the kernel uses" is then false; what is
+true depends on who the neighbours are. Measured on an H100 (fixtures/CL201/column_walk.json,
+tools/gputruth/column_walk.py, 256 MB of floats):
+
+- the other warps of the block (ptypy's frame sum, block 32x32): DRAM and L2 move the
+  useful bytes (the block's warps run on one SM and meet in L1), but each request costs 32
+  L1 sectors instead of 4: 2.2-2.8x the time of the layout with the lanes on ``j``;
+- other blocks (roiaware's backward, the channel in blockIdx.y): the blocks that read the
+  neighbours run far apart, and DRAM moved 8-16x the useful bytes: 3.4-8.7x the time.
+
+``neighbour_index`` finds that index: a variable declared in the kernel whose value is the
+same in every lane of a warp, reads threadIdx.y/z or blockIdx.*, steps by one from one
+warp (or block) to the next, and moves the access's address by exactly one element when
+held at two consecutive values (``Access.reevaluate``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cudalint.analysis.memory.figures import SECTOR
+from cudalint.analysis.memory.kernel_lanes import _declared
+from cudalint.analysis.memory.lane_values import N_SAMPLES, WARP
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+    from cudalint.analysis.memory.figures import Access
+
+_IDENT = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*")
+_AXIS = re.compile(r"\b(threadIdx|blockIdx)\s*\.\s*([xyz])\b")
+# declarations tried per access, nearest to the address first
+MAX_CANDIDATES = 12
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """The index whose next value reads the next element: ``name`` and the thread or block
+    axis it comes from (``threadIdx.y``, ``blockIdx.y``)."""
+    name: str
+    axis: str
+
+    @property
+    def in_block(self) -> bool:
+        return self.axis.startswith("threadIdx")
+
+
+def neighbour_index(access: "Access", samples: set[int] | None = None) -> Neighbours | None:
+    """The warp- or block-uniform index that moves ``access`` to the next element, or
+    None (see the module docstring). ``samples``: the samples of the unknowns the figure
+    holds for (lanes must be more than one element apart there)."""
+    fn = access.kernel
+    if fn.body is None or access.reevaluate is None or access.int_values is None:
+        return None
+    if not _lanes_apart(access, samples):
+        return None
+    decls = _declarations(fn)
+    for name in _names_nearest_first(access.node, decls, _bumps(fn)):
+        decl, value = decls[name]
+        axis = _axis(value, decls)
+        if axis is None:
+            continue
+        got = access.int_values(value)
+        if not got or any(len(set(got[g:g + WARP])) != 1 for g in range(0, len(got), WARP)):
+            continue                    # differs within a warp: the lanes' own index
+        if axis.startswith("threadIdx") and not (
+                _next_warp_next_value(access, got) and _block_fills_sector(access, axis)):
+            continue
+        if axis.startswith("blockIdx") and not _plain(value, decls):
+            continue
+        if _moves_one_element(access, decl, got[0]):
+            return Neighbours(name, axis)
+    return None
+
+
+def _lanes_apart(access: "Access", samples: set[int] | None) -> bool:
+    nw = max(1, len(access.groups) // N_SAMPLES)
+    strides = set()
+    for g, row in enumerate(access.groups):
+        if samples is not None and g // nw not in samples:
+            continue
+        live = [x for x in row if x is not None]
+        strides.update(abs(b - a) for a, b in zip(live, live[1:]))
+    return bool(strides) and min(strides) > access.width
+
+
+def _declarations(fn) -> dict[str, tuple["Node", "Node"]]:
+    """Name -> (declaration, initializer) for the kernel's scalar declarations with an
+    initializer; a name declared twice is left out (which one a use sees is scoping)."""
+    out: dict[str, tuple] = {}
+    seen: set[str] = set()
+    for decl in fn.nodes_in("declaration"):
+        declared = _declared(decl)
+        for name, _, depth, value in declared:
+            if name in seen:
+                out.pop(name, None)
+            elif depth == 0 and value is not None and len(declared) == 1:
+                # a declaration of several names is held as a whole (KernelLanes
+                # counters are per declaration): ``int t = blockIdx.x, e = threadIdx.x;``
+                # would move both
+                out[name] = (decl, value)
+            seen.add(name)
+    return out
+
+
+def _names_nearest_first(node: "Node", decls: dict, bumps: dict) -> list[str]:
+    """The declared names the address reads, directly first, then through initializers
+    and the compound assignments of the names it reads."""
+    order: list[str] = []
+    todo = [m.decode() for m in _IDENT.findall(node.text or b"")]
+    seen: set[str] = set()
+    while todo and len(order) < MAX_CANDIDATES:
+        nxt = []
+        for name in todo:
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in decls:
+                order.append(name)
+                nxt.extend(m.decode() for m in _IDENT.findall(decls[name][1].text or b""))
+            # a pointer moved in place (``data += ty;``): the names it is moved by
+            nxt.extend(m.decode() for right in bumps.get(name, ())
+                       for m in _IDENT.findall(right.text or b""))
+        todo = nxt
+    return order[:MAX_CANDIDATES]
+
+
+def _bumps(fn) -> dict[str, list["Node"]]:
+    """Name -> the right sides of its compound assignments (``data += ty``)."""
+    out: dict[str, list] = {}
+    for ident in fn.nodes_in("assigned"):
+        w = ident.parent
+        if w is None or w.type != "assignment_expression":
+            continue
+        op = w.child_by_field_name("operator")
+        right = w.child_by_field_name("right")
+        if op is not None and op.type in ("+=", "-=") and right is not None:
+            out.setdefault((ident.text or b"").decode(), []).append(right)
+    return out
+
+
+def _axis(value: "Node", decls: dict) -> str | None:
+    """The thread or block axis an initializer reads (through other declarations),
+    a thread axis before a block axis; None when it reads threadIdx.x, or none."""
+    found: list[str] = []
+    todo, seen = [value], set()
+    while todo and len(seen) < 16:
+        cur = todo.pop()
+        src = (cur.text or b"").decode("utf-8", "replace")
+        found.extend(f"{m[1]}.{m[2]}" for m in _AXIS.finditer(src))
+        for m in _IDENT.findall(cur.text or b""):
+            name = m.decode()
+            if name in decls and name not in seen:
+                seen.add(name)
+                todo.append(decls[name][1])
+    if not found or "threadIdx.x" in found:
+        return None
+    threads = [a for a in found if a.startswith("threadIdx")]
+    return (threads or found)[0]
+
+
+def _plain(value: "Node", decls: dict) -> bool:
+    """The initializer is a block index itself, or a name whose initializer is
+    (``int c = blockIdx.y;``): consecutive blocks, consecutive values."""
+    for _ in range(4):
+        src = (value.text or b"").decode("utf-8", "replace").strip()
+        if _AXIS.fullmatch(src):
+            return True
+        if src in decls:
+            value = decls[src][1]
+            continue
+        return False
+    return False
+
+
+def _next_warp_next_value(access: "Access", got: tuple) -> bool:
+    """The next warp of the block (group 1 of each sample) holds the next value."""
+    nw = max(1, len(access.groups) // N_SAMPLES)
+    if nw < 2 or len(got) < nw * WARP:
+        return False
+    return any(got[(s * nw + 1) * WARP] - got[s * nw * WARP] == 1
+               for s in range(len(got) // (nw * WARP)))
+
+
+def _block_fills_sector(access: "Access", axis: str) -> bool:
+    """The block has enough threads along ``axis`` to read a whole sector's elements
+    side by side (8 rows of 4-byte elements): with ``int c = threadIdx.y`` in a block
+    128x4, 16 of each 32 bytes are nobody's."""
+    dim = access.block.dims["xyz".index(axis[-1])]
+    return dim * access.width >= SECTOR
+
+
+def _moves_one_element(access: "Access", decl: "Node", value: int) -> bool:
+    a0 = access.reevaluate({decl.id: value})
+    a1 = access.reevaluate({decl.id: value + 1})
+    if a0 is None or a1 is None or len(a0.groups) != len(a1.groups):
+        return False
+    steps = {y - x for r0, r1 in zip(a0.groups, a1.groups) for x, y in zip(r0, r1)
+             if x is not None and y is not None}
+    return steps == {access.width}
