@@ -228,3 +228,23 @@ def test_cache_deps_of_a_build_file_are_the_kernels_it_compiles(tmp_path):
     kernel.write_text('#include "h.cuh"\n__global__ void k(float* y) { y[0] = sinf(y[0]); }\n')
     assert build_file_deps(str(cmake), text, "cmake")[0] != digest
     assert build_file_deps(str(cmake), "add_library(k cuda/k.cu)\n", "cmake") == ("", ())
+
+
+def test_headers_on_the_include_path_are_read(tmp_path):
+    """tiny-cuda-nn's shape: src/x.cu includes <lib/act.h> from the project's include/
+    folder, built by a setup.py two folders down; the tanhf there is what changes."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "include" / "lib").mkdir(parents=True)
+    (tmp_path / "include" / "lib" / "act.h").write_text(
+        "#pragma once\n#include <cuda_fp16.h>\n"
+        "__device__ inline float act(float x) { return tanhf(x); }\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "x.cu").write_text(
+        "#include <lib/act.h>\n__global__ void k(float* y) { y[0] = act(y[0]); }\n")
+    setup = tmp_path / "bindings" / "torch" / "setup.py"
+    setup.parent.mkdir(parents=True)
+    setup.write_text('from torch.utils.cpp_extension import CUDAExtension\n'
+                     'CUDAExtension("m", ["../../src/x.cu"], '
+                     'extra_compile_args={"nvcc": ["--use_fast_math"]})\n')
+    (d,) = _lint(setup)
+    assert "`tanhf` at ../../include/lib/act.h:3" in d.message

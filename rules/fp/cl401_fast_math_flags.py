@@ -59,7 +59,9 @@ class FastMathFlags(Rule):
     Where the code is looked for: the CUDA files (`.cu`, `.cuh`) a build names, each
     looked for in the build file's folder and then in the folders above it up to the
     repository root (torch's `load(sources=["cuda/x.cu"])` is relative to where the
-    program runs), with the headers they include by a quoted relative path, three deep;
+    program runs), with the headers they include, three deep (a quoted path relative to
+    the file, or any include found on the build's -I folders or in an `include/` folder of
+    the project: system headers are found on none);
     the kernel string of a CuPy/PyCUDA/`load_inline` call; for a build whose sources are
     not written statically (a glob in a helper, CMake directory flags, a Makefile), the
     CUDA files under the build file's folder. Only code inside a function whose head

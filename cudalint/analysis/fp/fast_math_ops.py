@@ -337,7 +337,7 @@ def _stat(path: str) -> tuple[int, int] | None:
 @lru_cache(maxsize=2048)
 def _file_scan(path: str, mtime_ns: int, size: int
                ) -> tuple[tuple[Located, ...], tuple[str, ...]]:
-    """(hits with lines, quoted includes that exist) of one CUDA file."""
+    """(hits with lines, (name, quoted) of each #include) of one CUDA file."""
     if size > MAX_FILE_BYTES:
         return (), ()
     try:
@@ -353,12 +353,12 @@ def _file_scan(path: str, mtime_ns: int, size: int
     for h in hits:
         line = 1 + _count_before(starts, h.offset)
         located.append(Located(h, path, line))
-    includes = []
-    for m in re.finditer(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', text, re.M):
-        cand = os.path.normpath(os.path.join(os.path.dirname(path), m.group(1)))
-        if os.path.isfile(cand):
-            includes.append(cand)
-    return tuple(located), tuple(includes)
+    includes = tuple((m.group(1) or m.group(2), m.group(1) is not None)
+                     for m in _INCLUDE.finditer(text))
+    return tuple(located), includes
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.M)
 
 
 def _count_before(starts: list[int], offset: int) -> int:
@@ -425,9 +425,12 @@ def resolve_sources(patterns: list[str], folder: str) -> list[str] | None:
             if not (p in seen or seen.add(p))][:MAX_FILES]
 
 
-def files_hits(paths: list[str], seen: set[str] | None = None) -> list[Located]:
-    """The hits in the files and the headers they include (quoted, relative, 3 deep);
-    ``seen`` collects the files read."""
+def files_hits(paths: list[str], seen: set[str] | None = None,
+               search: tuple[str, ...] = ()) -> list[Located]:
+    """The hits in the files and the headers they include, three deep: a quoted include
+    relative to its file, then any include on ``search`` (the build's -I folders and the
+    project's ``include/``; a system header is found on none and not read). ``seen``
+    collects the files read."""
     out: list[Located] = []
     seen = set() if seen is None else seen
     todo = [(p, 0) for p in paths]
@@ -441,10 +444,42 @@ def files_hits(paths: list[str], seen: set[str] | None = None) -> list[Located]:
             continue
         located, includes = _file_scan(path, *sig)
         out += located
-        if depth < MAX_INCLUDE_DEPTH:
-            todo += [(inc, depth + 1) for inc in includes
-                     if inc.endswith(_HEADER_SUFFIXES + _CUDA_SUFFIXES)]
+        if depth >= MAX_INCLUDE_DEPTH:
+            continue
+        here = os.path.dirname(path)
+        for name, quoted in includes:
+            if not name.endswith(_HEADER_SUFFIXES + _CUDA_SUFFIXES):
+                continue
+            found = _find_include(name, (here,) + search if quoted else search)
+            if found is not None and found not in seen:
+                todo.append((found, depth + 1))
     return out
+
+
+@lru_cache(maxsize=8192)
+def _find_include(name: str, dirs: tuple[str, ...]) -> str | None:
+    for d in dirs:
+        cand = os.path.normpath(os.path.join(d, name))
+        if os.path.isfile(cand):
+            return cand
+    return None
+
+
+def _search_dirs(build, folder: str) -> tuple[str, ...]:
+    """Where a build's includes are looked for: its -I folders (relative to the build
+    file), then the build file's folder and those above it to the repository root, each
+    with its ``include/``."""
+    out = []
+    for d in build.settings.include_dirs:
+        d = d.strip("'\"")
+        if d and "$" not in d:
+            out.append(os.path.normpath(os.path.join(folder, d)))
+    for base in _bases(folder):
+        out.append(base)
+        inc = os.path.join(base, "include")
+        if os.path.isdir(inc):
+            out.append(inc)
+    return tuple(dict.fromkeys(out))
 
 
 def text_hits(text: str, char_map: list[int], file_text: str) -> list[Located]:
@@ -483,12 +518,13 @@ def build_code(build, kernels, file_text: str, read: set[str] | None = None) -> 
     folder = os.path.dirname(os.path.abspath(build.path))
     if not build.sources:
         paths = _walk_cuda(folder)
-        return BuildCode(files_hits(paths, read), "folder" if paths else "unknown")
+        return BuildCode(files_hits(paths, read, _search_dirs(build, folder)),
+                         "folder" if paths else "unknown")
     paths = resolve_sources(build.sources, folder)
     if not paths:
         return BuildCode([], "unknown")
     how = "folder" if build.sources == ["**/*.cu"] else "sources"
-    return BuildCode(files_hits(paths, read), how)
+    return BuildCode(files_hits(paths, read, _search_dirs(build, folder)), how)
 
 
 def compiled_deps(builds) -> tuple[str, tuple]:
