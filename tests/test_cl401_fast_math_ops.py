@@ -248,3 +248,12 @@ def test_headers_on_the_include_path_are_read(tmp_path):
                      'extra_compile_args={"nvcc": ["--use_fast_math"]})\n')
     (d,) = _lint(setup)
     assert "`tanhf` at ../../include/lib/act.h:3" in d.message
+
+
+def test_a_shared_list_names_three_builds_and_counts_the_rest(tmp_path):
+    shared = "flags = ['-O3', '--use_fast_math']\n" + "".join(
+        f'm{i} = load(name="m{i}", sources=["cuda/wkv.cu"], extra_cuda_cflags=flags)\n'
+        for i in range(5))
+    (d,) = _lint(_project(tmp_path, WITH_SIN, shared))
+    assert "`load` module `m2` (cuda/wkv.cu) and 2 more builds: `sinf`" in d.message
+    assert "`m3`" not in d.message and len(d.metrics["units"]) == 5

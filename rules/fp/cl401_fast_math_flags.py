@@ -70,7 +70,8 @@ class FastMathFlags(Rule):
     run cannot find, or a Python call whose kernel string is not read -- nothing shows
     that the flag changes a result that matters, and the flag is not reported (the
     finding of every flag, as before, is `FastMathFlags.report_unaffected = True`). A
-    flag written once and used by many calls is one finding, at the flag, naming them.
+    flag written once and used by many calls is one finding, at the flag, naming three
+    of them and counting the rest.
 
     ## Why is this bad?
     A flag written once in a build file silently changes every kernel it compiles. Where
@@ -169,7 +170,7 @@ class FastMathFlags(Rule):
             if not f.hits:
                 what = ", ".join(EFFECTS[e] for e in f.effects)
                 yield Finding(start, end, f"`{f.flag}` changes the results of "
-                              f"{' and '.join(f.units)}: {what}", metrics=metrics)
+                              f"{_units(f.units)}: {what}", metrics=metrics)
                 continue
             metrics["operations"] = [{"op": h.hit.name, "kind": h.hit.kind,
                                       "file": _where(h, base), "line": h.line}
@@ -207,6 +208,14 @@ def _where(h: Located, base: str) -> str:
     return os.path.relpath(h.path, base).replace(os.sep, "/")
 
 
+def _units(units: list[str]) -> str:
+    """The builds a flag reaches; a list shared by many calls names three (the metrics
+    keep them all)."""
+    if len(units) <= 3:
+        return " and ".join(units)
+    return ", ".join(units[:3]) + f" and {len(units) - 3} more builds"
+
+
 def _message(f: _Flagged, base: str) -> str:
     shown: list[str] = []
     kinds: set[str] = set()
@@ -220,5 +229,5 @@ def _message(f: _Flagged, base: str) -> str:
         shown.append(f"{what + ' ' if what else ''}`{h.hit.name}` at {loc} {why}")
     more = len(f.hits) - len(shown)
     tail = f" ({more} more such operation{'s' if more != 1 else ''})" if more > 0 else ""
-    return (f"`{f.flag}` changes the results of {' and '.join(f.units)}: "
+    return (f"`{f.flag}` changes the results of {_units(f.units)}: "
             + "; ".join(shown) + tail)
