@@ -1,3 +1,4 @@
+from cudalint.analysis.memory.bank_vectors import merged_statements
 from cudalint.analysis.memory.figures import (bank_conflict_figures, block_line_metrics,
                                               merge_reached, reached_metrics, reached_text,
                                               surely_below, wavefronts)
@@ -49,6 +50,28 @@ class SharedBankConflict(Rule):
     0.8279 -> 0.8965 ms); the 8-way case that stays conflicted as LDS.128 gained 27% from
     padding (1.0701 -> 0.7844 ms; bench/triage/sheet-2026-11-24.md #34, #35, #40,
     bench/triage/gpu/results-2026-11-24/). Vector accesses are padded by one vector.
+
+    (Revised 2026-11-24, issue 20: merged statements, sheet-newcorpus5 W7) The same
+    holds across statements: a thread's stores (or loads) to consecutive elements of one
+    `__shared__` array in straight-line statements of one block, with nothing between
+    them that may touch the array (another access to it, a pointer the kernel did not
+    receive, an atomic, `asm`, a call of the unit's functions), are one STS.64/STS.128
+    when the combined access is at most 16 bytes and its first element provably
+    aligned to it (from the index expression: `(e) * 2` elements of 8 bytes is 16-byte
+    aligned; `n + 4 * t` and `n - m + 4 * t` are not). quip-sharp's two 8-byte halves
+    `cache[(t * 2 + r) * 2]`, `cache[(t * 2 + r) * 2 + 1]` are one STS.128, lanes 32
+    bytes apart: 2-way (8 wavefronts instead of 4), said once at the first statement,
+    where the 8-byte model said 4-way on both and printed an 8-byte pad that would
+    break the vector. The width is checked against SASS (nvcc 13, sm_90,
+    `tools/gputruth/merged_statements.py` -> `fixtures/CL202/merged_statements.json`,
+    tests/test_cl202_merged_statements.py: 15 kernels, merged and not); the wavefronts
+    of a 16-byte access are the model's, measured on an H100 for the same lane
+    patterns (`fixtures/CL202/truth.json`: stride2_float4 8, col_float4_32x32 32,
+    col_float4_32x36 4; `store_conflict.json`: 16-byte stores 4/8/16/32 at 1/2/4/8
+    ways). Stores whose address moves with a loop nvcc keeps (pcn's `buf[l * 4 + f]` in
+    a block-strided loop) keep the scalar figure: ptxas made them one STS.128 in one
+    kernel and two STS.64 in another. A padding printed for a vector access is a
+    whole number of vectors, and a swizzle moves whole vectors.
 
     (Revised 2026-11-24, issue 20: tail paths, sheet-newcorpus4 W2) A branch that the
     bound of its loop and its own condition on the same bound leave to one lane of a
@@ -185,10 +208,17 @@ class SharedBankConflict(Rule):
 
     def _findings(self, ctx):
         facts = ctx.analysis(LaneAnalysis)
+        # statements ptxas merges into one vector access: evaluated, reported and
+        # re-checked as that access, once, at the first statement
+        merges = merged_statements(ctx, facts.accesses)
         by_array: dict[tuple, list] = {}
         for a in facts.accesses:
             if a.space == "shared" and a.array is not None:
-                by_array.setdefault((id(a.kernel), id(a.array)), []).append(a)
+                m = merges.get(id(a))
+                if m is not None and m.first is not a:
+                    continue
+                by_array.setdefault((id(a.kernel), id(a.array)), []).append(
+                    a if m is None else m.executed)
         layouts: dict = {}          # the layout checked for an array's accesses, once
         for access in facts.accesses:
             if access.space != "shared":
@@ -201,12 +231,18 @@ class SharedBankConflict(Rule):
                 # a conflict between lanes i and i + 16 needs a block of 17 threads
                 # (cusignal's sosfilt: __launch_bounds__(1024), 2-16 threads)
                 continue
-            if surely_below(access, wavefronts, 2 * access.ideal_wavefronts):
+            merge = merges.get(id(access))
+            if merge is not None and merge.first is not access:
+                continue                        # said at the first statement of its vector
+            if merge is None and surely_below(access, wavefronts,
+                                              2 * access.ideal_wavefronts):
                 continue                        # conflict-free: no need for every figure
             if not self.report_all_loops and not hot(access):
                 continue                        # outside the kernel's hottest loop
-            # what executes: consecutive elements of an unrolled loop are one vector
-            executed = vector_access(access) or access
+            # what executes: consecutive elements of statements ptxas merges, and of an
+            # unrolled loop, are one vector
+            stated = access if merge is None else merge.executed
+            executed = vector_access(stated) or stated
             if executed is not access and \
                     surely_below(executed, wavefronts, 2 * executed.ideal_wavefronts):
                 continue
@@ -224,7 +260,21 @@ class SharedBankConflict(Rule):
                             f"{f' at line {row}' if row is not None else ''}"
                             for n, (v, row) in sorted(access.bound.items()))
             merged = ""
-            if executed is not access:
+            if merge is not None:
+                kind = "store" if access.is_store else "load"
+                rows = [str(r) for r in merge.rows(ctx)]
+                where = rows[0] if len(rows) == 1 else \
+                    f"{', '.join(rows[:-1])} and {rows[-1]}"
+                merged = (f"; ptxas merges the thread's {len(merge.members)} "
+                          f"{access.width}-byte {kind}s to consecutive elements on line"
+                          f"{'s' if len(rows) > 1 else ''} {where} into one "
+                          f"{merge.width}-byte {kind}")
+                if executed is not stated:
+                    merged += (f", and {executed.width // stated.width} unrolled "
+                               f"iterations of them into one {executed.width}-byte {kind}")
+                fig["vector_bytes"] = executed.width
+                fig["merged_lines"] = [int(r) for r in rows]
+            elif executed is not access:
                 k = executed.width // access.width
                 merged = (f"; ptxas merges the thread's {k} unrolled {access.width}-byte "
                           f"accesses to consecutive elements into one {executed.width}-byte "
@@ -282,8 +332,11 @@ def _remedy(access, siblings=(), layouts=None) -> str:
         if pad is not None:
             dims[-1] += pad
             padded = "".join(f"[{d}]" for d in dims)
+            # a vector access swizzled element by element is no longer a vector
+            what = "the column index" if access.width <= elem else \
+                f"the column's {access.width}-byte vectors, not their elements,"
             return (f"pad the rows: `__shared__ {arr.elem_type} {arr.name}{padded};` "
-                    f"or XOR-swizzle the column index with the row")
+                    f"or XOR-swizzle {what} with the row")
         if width is not None:
             dims[-1] = width
             plain = "".join(f"[{d}]" for d in dims)
