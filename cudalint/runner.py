@@ -50,6 +50,13 @@ def _keyed(target: "Target", data: bytes, context: str | None = None
     elif target.kind == "python":    # compile wrappers in the project's other modules
         from cudalint.sources.python.modules import python_deps
         extra, deps = python_deps(target.path, data.decode("utf-8", "replace"))
+    if target.kind in ("python", "cmake", "make", "toml"):
+        # CL401 reads the CUDA files a build compiles: their bytes key its result
+        from cudalint.analysis.fp.fast_math_ops import build_file_deps
+        flag_extra, flag_deps = build_file_deps(str(target.path),
+                                                data.decode("utf-8", "replace"), target.kind)
+        if flag_extra or flag_deps:
+            extra, deps = extra + flag_extra, tuple(deps) + tuple(flag_deps)
     return cache_key(target.display, data, context, extra), deps, context_key(context)
 
 

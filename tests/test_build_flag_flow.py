@@ -86,7 +86,8 @@ def test_setup_py_switches_are_off_by_default():
 
 def test_makefile_recipes_and_variables_positions():
     got = _found("Makefile")
-    assert [g[:3] for g in got] == [(7, 26, 41), (10, 17, 26), (27, 12, 28)]
+    # line 27, `-prec-sqrt=false` alone: 1 ulp, never reported (CL401 since e9e2734)
+    assert [g[:3] for g in got] == [(7, 26, 41), (10, 17, 26)]
     assert "nvcc commands of this Makefile" in got[0][3]
     assert [g[:3] for g in _found("cuda.mk")] == [(3, 14, 28)]
 

@@ -416,3 +416,22 @@ def test_entries_of_removed_files_are_dropped(proj, capsys, no_racy):
     capsys.readouterr()
     names = [n for n in cache_mod.read_index(index) if not n.startswith("\0")]
     assert sorted(n.split("\0")[1] for n in names) == ["a.cu", "c.cu", "pyproject.toml"]
+
+
+def test_build_file_result_follows_the_kernels_it_compiles(proj, capsys):
+    """CL401 on a CMakeLists.txt reads the CUDA files the build compiles: editing one
+    (expf -> sinf, which fast math changes far from IEEE) changes the build file's
+    cached result on a warm run."""
+    (proj / "CMakeLists.txt").write_text(
+        'project(p LANGUAGES CXX CUDA)\n'
+        'string(APPEND CMAKE_CUDA_FLAGS " --use_fast_math")\nadd_library(k k.cu)\n')
+    k = proj / "k.cu"
+    k.write_text("__global__ void k(float* y, const float* a) {\n"
+                 "    y[threadIdx.x] = expf(a[threadIdx.x]);\n}\n")
+
+    def codes() -> list:
+        main(["check", ".", "--select", "CL401", "--output-format", "json"])
+        return [(d["filename"], d["code"]) for d in json.loads(capsys.readouterr().out)]
+    assert codes() == [] and codes() == []                  # cold, then warm
+    k.write_text(k.read_text().replace("expf", "sinf"))
+    assert codes() == [("CMakeLists.txt", "CL401")]
