@@ -268,6 +268,41 @@ def _assigned_in(loop: Node, copies: set[str]) -> set[str]:
     return moved
 
 
+def _global_pointers(body: Node, params: set[str], shared: set[str]) -> set[str]:
+    """The kernel's pointer parameters and the locals every value of which is computed
+    from them (``const float* row = in + t * n;``), never from a shared array or a
+    call: global memory, as nvcc infers (SASS: a load through ``row``, or a store
+    through ``o = out + t * n``, between the halves leaves one STS.64)."""
+    values: dict[str, list[Node]] = {}
+    for n in _walk(body):
+        if n.type == "init_declarator":
+            d, v = n.child_by_field_name("declarator"), n.child_by_field_name("value")
+            while d is not None and d.type not in ("identifier", "field_identifier"):
+                d = d.child_by_field_name("declarator")
+            if d is not None and v is not None:
+                values.setdefault(d.text.decode(), []).append(v)
+        elif n.type == "assignment_expression":
+            left = _strip(n.child_by_field_name("left"))
+            op = n.child_by_field_name("operator")
+            right = n.child_by_field_name("right")
+            if left is not None and left.type == "identifier" and right is not None and \
+                    op is not None and op.type == "=":
+                values.setdefault(left.text.decode(), []).append(right)
+    reads = {name: [({x.text.decode() for x in _walk(v) if x.type == "identifier"},
+                     any(x.type == "call_expression" for x in _walk(v))) for v in vs]
+             for name, vs in values.items() if name not in params}
+    found = set(params)
+    grew = True
+    while grew:
+        grew = False
+        for name, rs in reads.items():
+            if name not in found and all(ids & found and not ids & shared and not call
+                                         for ids, call in rs):
+                found.add(name)
+                grew = True
+    return found
+
+
 def _strip(node: Node | None) -> Node | None:
     while node is not None and node.type in ("parenthesized_expression", "cast_expression"):
         node = node.child_by_field_name("value") if node.type == "cast_expression" \
@@ -386,6 +421,9 @@ def _nothing_between(ctx: "UnitContext", blocks: _Blocks, members: list["Access"
         if anchor.reached is None and "__global__" in fn.spaces else set()
     arrays = {a.name: a for a in ctx.model.arrays
               if a.function is None or a.function is fn}
+    if params and fn.body is not None:
+        params = _global_pointers(fn.body, params,
+                                  {n for n, a in arrays.items() if a.shared})
     own = anchor.array.name
     unit_fns = {f.name.split("::")[-1] for f in ctx.model.functions if f.name}
     skip = set()
