@@ -91,7 +91,7 @@ def test_record_is_what_nvcc_emits(tmp_path):
     if rec["nvcc"] != RECORD["nvcc"]:
         pytest.skip(f"nvcc {rec['nvcc']}, record made with {RECORD['nvcc']}")
     assert _sass_widths(rec) == _sass_widths(RECORD)
-    assert rec["kernels"] == RECORD["kernels"]
+    assert rec["kernels"] == RECORD["kernels"] and rec["rolled"] == RECORD["rolled"]
 
 
 def _findings():
