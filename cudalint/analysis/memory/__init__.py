@@ -11,6 +11,18 @@
     bounds used when they depend on unknowns.
   - ``callee_lanes``: the accesses of the device functions a kernel calls, evaluated
     with the caller's lane values bound to their parameters at each call.
+  - ``kernel_lanes_conditions``: the lanes a condition lets through when only part of it
+    can be evaluated (``threadIdx.x < len && pad[b]``, ``?:`` around a load, a lane
+    compared with a ``__shared__`` scalar set before a barrier).
+  - ``tail_paths``: branches of a loop body at most one lane of a warp runs.
+- ``loops``: the loops around an access: the hottest region, unrolled vector accesses,
+  row walks.
+- ``bank_vectors``: shared accesses of separate statements ptxas merges into one
+  STS.64/STS.128 (LDS), evaluated as that vector access (CL202).
+- ``staging``: tiles a large block stages and then reads whole, whose staging cost is
+  amortised (CL201/CL202's default).
+- ``column_walk`` and ``early_break``: what CL201's message says about a column walk whose
+  sectors other warps or blocks use, and about row stores on the hits of a scan.
 - ``siblings``: accesses to fields of one record grouped, so a record read field by field
   is one finding with one figure.
 - ``traffic``: whether the sectors an access fetches are used by the kernel's accesses
@@ -30,7 +42,7 @@
 - ``names``: where a name is written in a body, found from the text (identifiers, their
   paths, whether a declaration declares them); read by pointer_access and local_index.
 - ``local_index``: local arrays indexed by run-time values, which ptxas places in local
-  memory (CL204).
+  memory (CL204); ``local_loops``: the loop shapes it reads.
 - ``global_races``: pairs of global accesses of one launch, one a store, whose addresses
   meet for two threads with no barrier (one block) or nothing at all (two blocks)
   ordering them, from the lane engine run at blockIdx 0 and 1 (CL108).
