@@ -31,6 +31,8 @@ def parse(data: bytes) -> tree_sitter.Tree:
     key = data
     if data.count(b"<") >= _ANGLE_RUN_MIN and _ANGLE_HINT.search(data):
         data = _ANGLE_RUN.sub(_blank, data)
+    if _COMMENT_HINT in data:
+        data = _COMMENT_RUN.sub(_blank, data)
     old = _edited(data) if data is key and getattr(_LOCAL, "reuse", False) else None
     tree = None if old is None else _parser.parse(data, old)
     if tree is None or tree.root_node.has_error:
@@ -106,6 +108,13 @@ _ANGLE_RUN = re.compile(rb"(?:\b[A-Za-z_]\w*[ \t\r\n]*<(?![<=])[ \t\r\n]*){%d,}"
 # 8 in a row, found fast (a literal first: 9 ms over 7 MB of the corpus, the full pattern
 # 300 ms); a run of 32 has it
 _ANGLE_HINT = re.compile(rb"<(?:[ \t\r\n]*[A-Za-z_]\w*[ \t\r\n]*<(?![<=])){7}")
+# `/*/*/*/*...`: comments `/*/*/` between `*`s. After a `#define` with no name, each
+# later token cost the parser's error recovery time in the length of such a run (fuzz
+# seed 34: 40 lines of 2,800 `/*` before 60 `#define`s, 16-18 s for 226 KB). No source
+# of the corpora has two in a row (/tmp/real, newcorpus 1-5: only Python path globs);
+# a run of 16 is blanked like the angle runs.
+_COMMENT_RUN = re.compile(rb"(?:/\*){16,}")
+_COMMENT_HINT = b"/*" * 16
 _NOT_LINE_BREAK = bytes(b if b in b"\r\n" else 32 for b in range(256))
 
 
@@ -118,9 +127,19 @@ def query(source: str) -> tree_sitter.Query:
     return tree_sitter.Query(LANGUAGE, source)
 
 
+# deepest node (below the one queried) where a query match may start. The query cursor
+# keeps a match's start depth in 16 bits: in a tree deeper than 65,535 (a fuzzed 256 KB
+# expression of 80,000 nested operators) the depth wraps, matches that should have ended
+# stay open, and one query over the unit took 6-15 s (then found nothing more). Corpus
+# trees are under 1,000 deep.
+MAX_QUERY_DEPTH = 65_000
+
+
 def captures(source: str, node: tree_sitter.Node) -> dict[str, list[tree_sitter.Node]]:
     """Run a (cached, compiled) query over ``node``; captures grouped by name, in order."""
-    result = tree_sitter.QueryCursor(query(source)).captures(node)
+    cursor = tree_sitter.QueryCursor(query(source))
+    cursor.set_max_start_depth(MAX_QUERY_DEPTH)
+    result = cursor.captures(node)
     for nodes in result.values():
         nodes.sort(key=_START)        # the cursor yields them in no useful order
     return result

@@ -49,6 +49,11 @@ MAX_INSTANCES = 8          # per template: past it, the rest are not analysed
 # a 1 KB reduction once per launch (each instantiation costs a full analysis)
 INSTANCE_BUDGET = 24_000
 MAX_NESTING = 3            # host templates around a launch followed this deep
+# mentions and launches read per unit, all template kernels together (corpus: at most
+# 202 in a unit, 94 for one kernel); past it a kernel is also analysed as written, as
+# when a mention's arguments are unknown: a unit of n clones of one kernel and its
+# launch would read n x n (fuzz seed 29, 493 clones: 243,049 reads)
+MENTION_BUDGET = 10_000
 INSTANCE_RE = re.compile(r"(?: at line (\d+))?(, (?:in )?)instantiation `([^`]+)`")
 SHOWN = 3                  # instantiations a merged message names before "and N more"
 _SPACES = re.compile(r"\s+")
@@ -238,6 +243,15 @@ class Instances:
         self._depth = 0
         self._structs: frozenset[str] | None = None
         self._latin: str | None = None
+        # memos of what a mention gives whichever same-named kernel asks: a unit of
+        # n clones of one template kernel and n launches asks n x n times (fuzz seed 29)
+        self._dispatch = b"AT_DISPATCH" in ctx.unit.data
+        self._found: dict[tuple, tuple] = {}
+        self._launch_of: dict[tuple[int, int], tuple] = {}
+        self._mention_memo: dict[str, list] = {}
+        self._args_of: dict[int, tuple] = {}
+        self._reads = 0
+        self._by_name: dict[str, list] | None = None
 
     def known_type(self, t: str) -> bool:
         """A type whose layout the analyses know: a built-in or vector type, a struct
@@ -273,33 +287,28 @@ class Instances:
         found: dict[tuple, tuple[dict, dict, list[InstanceLaunch]]] = {}
         unknown = False
         params = template_params(fn) or []
+        params_key = tuple(params)
 
         def add(args: list[str] | None, aliases: dict, env: dict[str, int],
                 types: dict[str, str] | None, launch=None) -> None:
             """One mention's arguments, once per type of the dispatch aliases they
             name; ``launch()`` gives its InstanceLaunch."""
             nonlocal unknown
-            expanded = expand_aliases(args, aliases) if args is not None else None
-            if expanded is None:
+            if self._reads >= MENTION_BUDGET:
                 unknown = True
                 return
-            for one in expanded:
-                got = binding(fn, one, env, types, known_type=self.known_type)
-                if got is None:
-                    unknown = True
-                    continue
-                key = (tuple(sorted(got[0].items())), tuple(sorted(got[1].items())))
-                entry = found.setdefault(key, (got[0], got[1], []))
+            self._reads += 1
+            lost, bound = self._bindings(fn, params_key, args, aliases, env, types)
+            unknown = unknown or lost
+            for key, vals, tys in bound:
+                entry = found.setdefault(key, (vals, tys, []))
                 if launch is not None:
                     entry[2].append(launch())
         for node, host_insts in self._mentions(fn):
-            launch = node.parent if node.parent is not None and \
-                node.parent.type == "call_expression" and any(
-                    c.type == "kernel_call_syntax" for c in node.parent.children) else None
-            args_node = node.child_by_field_name("arguments")
-            args = [text(c) for c in (args_node.named_children if args_node else [])
-                    if c.type != "comment"]
-            aliases = self._aliases(node)
+            if self._reads >= MENTION_BUDGET:
+                unknown = True
+                break
+            launch, args, aliases = self._mention_args(node)
             for host in host_insts:
                 env = host.constants if host is not None else self.model.constants
                 add(args, aliases, env, host.type_bindings if host is not None else None,
@@ -310,6 +319,9 @@ class Instances:
             for site in getattr(self.ctx.unit, "launches", None) or []:
                 if site.kernel != fn.name:
                     continue
+                if self._reads >= MENTION_BUDGET:
+                    unknown = True
+                    break
                 if site.template_args:
                     args = list(getattr(site, "template_values", ()) or
                                 split_args(site.template_args))
@@ -325,9 +337,12 @@ class Instances:
                                                      site.file))
             for args in self._name_expressions(fn):
                 add(args, {}, self.model.constants, None)
-            for launch in self.model.launches:
-                if launch.kernel == fn.name and launch.node.child_by_field_name(
-                        "function").type != "template_function":
+            for launch in self._launches_of(fn.name):
+                if self._reads >= MENTION_BUDGET:
+                    unknown = True
+                    break
+                if launch.node.child_by_field_name("function").type != \
+                        "template_function":
                     if not self._deduced(fn, params, launch, add):
                         unknown = unknown or any(p.default is None for p in params)
         if not found:
@@ -338,6 +353,53 @@ class Instances:
                for vals, tys, sites in list(found.values())[:most]]
         return ([fn] if unknown else []) + out
 
+    def _launches_of(self, name: str) -> list:
+        """The unit's launches of kernels named ``name``, in order."""
+        if self._by_name is None:
+            self._by_name = {}
+            for launch in self.model.launches:
+                self._by_name.setdefault(launch.kernel, []).append(launch)
+        return self._by_name.get(name, [])
+
+    def _bindings(self, fn: "Function", params_key: tuple, args: list[str] | None,
+                  aliases: dict, env: dict[str, int], types: dict[str, str] | None
+                  ) -> tuple[bool, list[tuple]]:
+        """(some binding left unknown, [(key, values, types)]) of one mention's
+        arguments, once per type of the dispatch aliases they name. ``binding`` reads
+        ``fn`` only through its template parameters, so kernels with the same ones
+        share the answer (``env`` and ``types`` are compared by identity: they belong
+        to a host function this object keeps alive)."""
+        memo = (params_key, None if args is None else tuple(args),
+                tuple(sorted(aliases.items())), id(env), id(types))
+        got = self._found.get(memo)
+        if got is not None and got[0] is env and got[1] is types:
+            return got[2]
+        expanded = expand_aliases(args, aliases) if args is not None else None
+        lost, bound = expanded is None, []
+        for one in expanded or ():
+            b = binding(fn, one, env, types, known_type=self.known_type)
+            if b is None:
+                lost = True
+                continue
+            key = (tuple(sorted(b[0].items())), tuple(sorted(b[1].items())))
+            bound.append((key, b[0], b[1]))
+        self._found[memo] = (env, types, (lost, bound))
+        return lost, bound
+
+    def _mention_args(self, node: Node) -> tuple:
+        """(the launch a mention is the kernel of or None, its argument texts, the
+        dispatch aliases around it)."""
+        got = self._args_of.get(node.id)
+        if got is None:
+            launch = node.parent if node.parent is not None and \
+                node.parent.type == "call_expression" and any(
+                    c.type == "kernel_call_syntax" for c in node.parent.children) else None
+            args_node = node.child_by_field_name("arguments")
+            args = [text(c) for c in (args_node.named_children if args_node else [])
+                    if c.type != "comment"]
+            got = self._args_of[node.id] = (launch, args, self._aliases(node))
+        return got
+
     def _text(self) -> str:
         """The unit's text, one character per byte (offsets are the tree's)."""
         if self._latin is None:
@@ -346,7 +408,7 @@ class Instances:
 
     def _aliases(self, node: Node) -> dict[str, tuple[str, ...] | None]:
         """The dispatch aliases around a mention (model.dispatch)."""
-        if b"AT_DISPATCH" not in self.ctx.unit.data:
+        if not self._dispatch:
             return {}
         host = self.model.enclosing_function(node)
         return dispatch_aliases(self._text(), node.start_byte,
@@ -404,6 +466,16 @@ class Instances:
 
     def _unit_launch(self, launch: Node, host: "Function | None",
                      env: dict[str, int]) -> InstanceLaunch:
+        key = (launch.id, id(host))
+        got = self._launch_of.get(key)
+        if got is not None and got[0] is host and got[1] is env:
+            return got[2]
+        made = self._make_unit_launch(launch, host, env)
+        self._launch_of[key] = (host, env, made)
+        return made
+
+    def _make_unit_launch(self, launch: Node, host: "Function | None",
+                          env: dict[str, int]) -> InstanceLaunch:
         cfg = next((c for c in launch.children if c.type == "kernel_call_syntax"), None)
         config = [c for c in cfg.named_children if c.type != "comment"] if cfg else []
         block = self.model.resolve_dim3(config[1], host, env) if len(config) > 1 else None
@@ -421,22 +493,15 @@ class Instances:
         """(template_function node, the enclosing host function's instantiations or
         [None] at file scope) of each mention of ``fn`` with template arguments outside
         its own definition."""
-        data = self.ctx.unit.data
-        name = fn.name.encode()
-        root = self.model.root
-        for m in re.finditer(rb"(?<![\w.])" + re.escape(name) + rb"\s*<", data):
-            if fn.node.start_byte <= m.start() < fn.node.end_byte:
+        found = self._mention_memo.get(fn.name)
+        if found is None:
+            # the mentions of the name and their hosts: the same for each kernel of that
+            # name (clones of one kernel each searched the whole unit for them)
+            found = self._mention_memo[fn.name] = list(self._all_mentions(fn.name))
+        lo, hi = fn.node.start_byte, fn.node.end_byte
+        for start, node, host in found:
+            if lo <= start < hi:
                 continue
-            node = root.named_descendant_for_byte_range(m.start(), m.start() + len(name))
-            while node is not None and node.type in ("identifier",
-                                                     "qualified_identifier"):
-                node = node.parent
-            if node is None or node.type != "template_function":
-                continue
-            host = self.model.enclosing_function(node)
-            if host is not None and host.is_device and not host.is_kernel and \
-                    "__host__" not in host.spaces:
-                continue                # device code: bound at the call by the block run
             if host is None:
                 yield node, [None]
             elif host.is_template:
@@ -454,6 +519,25 @@ class Instances:
                     yield node, insts
             else:
                 yield node, [host]
+
+    def _all_mentions(self, fn_name: str):
+        """(start, template_function node, enclosing host function or None) of every
+        mention of ``fn_name`` with template arguments outside device code."""
+        data = self.ctx.unit.data
+        name = fn_name.encode()
+        root = self.model.root
+        for m in re.finditer(rb"(?<![\w.])" + re.escape(name) + rb"\s*<", data):
+            node = root.named_descendant_for_byte_range(m.start(), m.start() + len(name))
+            while node is not None and node.type in ("identifier",
+                                                     "qualified_identifier"):
+                node = node.parent
+            if node is None or node.type != "template_function":
+                continue
+            host = self.model.enclosing_function(node)
+            if host is not None and host.is_device and not host.is_kernel and \
+                    "__host__" not in host.spaces:
+                continue                # device code: bound at the call by the block run
+            yield m.start(), node, host
 
 
 def bind_call(callee: "Function", args: list[Node], values: list[int | None],

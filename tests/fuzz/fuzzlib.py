@@ -818,7 +818,8 @@ def check_build(data: bytes, name: str, folder: Path | None = None) -> None:
     folder = Path(tempfile.mkdtemp(prefix="cudalint-fuzz-")) if own else folder
     try:
         if text is not None:
-            for t in (text, text.replace("é", "\udce9")):      # and as an editor buffer
+            # and as an editor buffer (the same text again when it has no "é": once)
+            for t in dict.fromkeys((text, text.replace("é", "\udce9"))):
                 builds = (cmake_builds(t, name) if kind == "cmake" else
                           toml_builds(t, name) if kind == "toml" else
                           python_builds(t, name))

@@ -91,6 +91,7 @@ _ATOMIC = re.compile(rb"\batomic\w*\s*\(")
 MAX_SITES = 512
 MAX_CALLS = 16              # device-function calls of one kernel followed (one level)
 MAX_BUCKET = 8
+_NONE, _MIXED = object(), object()      # _meet_all's bucket threads: none yet, several
 _LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
 _CALL = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:<[^<>;]*>)?\s*\(")
 # the iteration counts the engine samples for an accumulating loop counter, and the mark
@@ -448,6 +449,11 @@ def _meet_all(evaluated, cols, s_blk: int, x_blk: int, cross: bool, found: dict,
     def eligible(e) -> bool:
         return not cross or (not e[5] and _per_block(e[4]))
     index: dict[tuple, list[tuple[int, int]]] = {}
+    # the one thread of a bucket whose entries all have it (_MIXED: several): within a
+    # block such a bucket meets no access of that thread, and a kernel of 19 stores
+    # `y[i] = ...` of the same element had each access walk 16 entries of its own
+    # thread per byte (fuzz seed 32's build_setup 3e8cb09477: 15 s)
+    solo: dict[tuple, object] = {}
     for i, e in enumerate(evaluated):
         if not e[2] or i in found or not eligible(e):
             continue
@@ -457,11 +463,17 @@ def _meet_all(evaluated, cols, s_blk: int, x_blk: int, cross: bool, found: dict,
                 continue
             s, t = cols[c]
             for k in range(o, o + width):
-                bucket = index.setdefault((e[1], s, k), [])
+                key = (e[1], s, k)
+                bucket = index.setdefault(key, [])
                 # two threads of a store are enough to find a pair with any third
                 if len(bucket) < 2 * MAX_BUCKET and (
                         len(bucket) < 2 or bucket[-2][0] != i):
                     bucket.append((i, t))
+                    one = solo.get(key, _NONE)
+                    if one is _NONE:
+                        solo[key] = t
+                    elif one is not _MIXED and one != t:
+                        solo[key] = _MIXED
     if not index:
         return
     last = N_SAMPLES - 1
@@ -473,7 +485,13 @@ def _meet_all(evaluated, cols, s_blk: int, x_blk: int, cross: bool, found: dict,
             if o is None:
                 continue
             s, t = cols[c]
+            if x_par and s != last:
+                continue                # every entry is skipped for it (below)
             for k in range(o, o + width):
+                if not cross:
+                    one = solo.get((x[1], s, k), _MIXED)
+                    if one is not _MIXED and one == t:
+                        continue        # every entry is this thread's own (below)
                 for i, ta in index.get((x[1], s, k), ()):
                     if i in found or (i == j and not evaluated[i][3]) or \
                             (not cross and ta == t):

@@ -1,0 +1,85 @@
+"""The causes of the slow fuzz inputs of the third round (fuzz/README.md, "Slow inputs,
+third round"), each on a small input made for it: the work is bounded by construction,
+so each test fails on the code before its fix (there the same input took seconds to
+minutes, or built the large structure the test counts).
+"""
+from __future__ import annotations
+
+import time
+
+from cudalint.config import Settings
+from cudalint.context import UnitContext
+from cudalint.model import instances
+from cudalint.model.instances import Instances
+from cudalint.sources import macros
+from cudalint.sources.base import SourceFile, Unit
+
+
+def _ctx(src: str) -> UnitContext:
+    unit = Unit(file=SourceFile(path="t.cu", text=src, kind="cuda"), text=src)
+    return UnitContext(unit, Settings())
+
+
+CLONE = ("template <int B> __global__ void k(float* o) {{ o[threadIdx.x] = B; }}\n"
+         "void h{i}(float* o) {{ k<128><<<1, 128>>>(o); }}\n")
+
+
+def test_clones_of_a_template_kernel_read_a_bounded_number_of_mentions(monkeypatch):
+    # fuzz seed 29's 082f949d3a: 493 copies of one template kernel and its launch; each
+    # kernel read every launch of its name (243,049 bindings, 52 s)
+    calls = []
+    real = instances.binding
+    monkeypatch.setattr(instances, "binding",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    kernels = _ctx("".join(CLONE.format(i=i) for i in range(300))).analysis(
+        Instances).kernels()
+    assert len(kernels) >= 300                  # each clone analysed, bound or as written
+    assert len(calls) <= 20_000, len(calls)     # was 300 x 300 = 90,000
+
+
+def test_a_few_clones_keep_their_instantiations():
+    kernels = _ctx("".join(CLONE.format(i=i) for i in range(3))).analysis(
+        Instances).kernels()
+    assert [k.instance for k in kernels] == ["k<128>"] * 3
+    assert all(len(k.instance_launches) == 3 for k in kernels)
+
+
+def test_a_tree_deeper_than_the_query_cursor_counts_is_indexed_quickly():
+    # fuzz seed 35's cuda 60cf24a67f and cuda_text d1021698c4, seed 27's fix_cuda
+    # 41ea1ff96d: expressions 75,000-95,000 operators deep; tree-sitter keeps a match's
+    # start depth in 16 bits, and past 65,535 the index query took 6-15 s (70,000: 18 s)
+    src = "__global__ void k(float* a) { float x = " + "*".join(["a[1]"] * 70_000) + "; }"
+    ctx = _ctx(src)
+    ctx.tree                                    # noqa: B018 - the parse is not timed
+    t = time.process_time()
+    subscripts = ctx.model.nodes("subscript")
+    assert time.process_time() - t < 3.0
+    assert 60_000 < len(subscripts) <= 70_000
+
+
+def test_an_object_macro_past_the_step_budget_is_not_tokenized_per_use(monkeypatch):
+    # fuzz seed 35's fix_cuda 9d75faa8f5: `#define N -32` on lone-CR lines runs to the
+    # end of the 256 KB file; each of 606 launch configurations naming N built a list
+    # of its 100,000 tokens before the budget stopped the expansion (30 ms a use)
+    body = " + ".join(["x"] * 30_000)
+    defs = {"N": macros.MacroDef("N", None, body)}
+    built = []
+    real = macros._tokens
+    monkeypatch.setattr(macros, "_tokens",
+                        lambda text, *a, **k: built.append(len(text)) or real(text, *a, **k))
+    assert macros.expand_expression("(N + 1) * 2", defs) is None
+    assert max(built) < 1_000, max(built)       # the expression, never the body
+
+
+def test_runs_of_comment_openers_are_blanked_before_the_parse():
+    # fuzz seed 34's hostile_cuda 3a9194a87b: `#define /*/*/*...` (2,800 `/*` and no
+    # macro name) on 40 lines, then 60 `#define`s: the parser's error recovery spent
+    # time in the run's length on each later token (16-18 s)
+    from cudalint import parse
+    src = b"\n".join([b"#define " + b"/*" * 2800 + b"M2 (M1 << 1)"] * 10 +
+                     [b"#define M9 (M8 << 1)"] * 60) + b"\n__global__ void k() {}\n"
+    t = time.process_time()
+    tree = parse.parse(src)
+    assert time.process_time() - t < 0.5         # was 3 s
+    assert tree.root_node.end_byte == len(src)   # offsets kept
+    assert any(c.type == "function_definition" for c in tree.root_node.children)
