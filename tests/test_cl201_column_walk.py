@@ -180,3 +180,20 @@ def test_quoted_measurements_match_the_record():
     assert _ratio(runs, "rowwalk_lane n=8388608 m=8", "colmajor_lane n=8388608 m=8") < 1.05
     for run in runs.values():
         assert run["error"] == "no error"
+
+
+def test_one_name_of_a_declaration_of_several_moves_alone():
+    """lightseq moeKernels (sheet-newcorpus5 #20): `int token_id = blockIdx.x, expert_id =
+    threadIdx.x;` in one declaration. Moving `token_id` by one must not move `expert_id`:
+    the neighbour index is found as when the names are declared apart."""
+    body = ("  score[expert_id * maxtok + token_id] = g[token_id * experts + expert_id];\n}\n"
+            "void go(const float* g, float* s, int t, int e, int m) "
+            "{ moe<<<t, 32>>>(g, s, e, m); }\n")
+    head = "__global__ void moe(const float* g, float* score, int experts, int maxtok) {\n"
+    together = _cl201(head + "  int token_id = blockIdx.x, expert_id = threadIdx.x;\n" + body)
+    apart = _cl201(head + "  int token_id = blockIdx.x;\n  int expert_id = threadIdx.x;\n"
+                   + body)
+    assert [d.metrics.get("neighbour_index") for d in together] == ["token_id"]
+    assert [d.message for d in together] == [d.message.replace("line 6", "line 5")
+                                              for d in apart]
+    assert _UNUSED not in together[0].message and "SoA" not in together[0].message

@@ -93,20 +93,18 @@ def _lanes_apart(access: "Access", samples: set[int] | None) -> bool:
 
 
 def _declarations(fn) -> dict[str, tuple["Node", "Node"]]:
-    """Name -> (declaration, initializer) for the kernel's scalar declarations with an
-    initializer; a name declared twice is left out (which one a use sees is scoping)."""
+    """Name -> (declarator, initializer) for the kernel's scalar declarations with an
+    initializer; a name declared twice is left out (which one a use sees is scoping).
+    KernelLanes holds a value by its declarator, so one name of ``int t = blockIdx.x, e
+    = threadIdx.x;`` moves alone."""
     out: dict[str, tuple] = {}
     seen: set[str] = set()
     for decl in fn.nodes_in("declaration"):
-        declared = _declared(decl)
-        for name, _, depth, value in declared:
+        for name, declarator, depth, value in _declared(decl):
             if name in seen:
                 out.pop(name, None)
-            elif depth == 0 and value is not None and len(declared) == 1:
-                # a declaration of several names is held as a whole (KernelLanes
-                # counters are per declaration): ``int t = blockIdx.x, e = threadIdx.x;``
-                # would move both
-                out[name] = (decl, value)
+            elif depth == 0 and value is not None:
+                out[name] = (declarator, value)
             seen.add(name)
     return out
 

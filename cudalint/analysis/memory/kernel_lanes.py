@@ -330,8 +330,11 @@ class KernelLanes:
                              evaluate: Callable[[Node], object]):
         if decl.node.id in self._visiting:
             raise Opaque(use)
-        if decl.node.id in self.counters:
-            return self.const(self.counters[decl.node.id])
+        # held by its declarator (one name of ``int t = blockIdx.x, e = threadIdx.x;``)
+        # or by its declaration (a loop counter's)
+        for held in (decl.declarator.id, decl.node.id):
+            if held in self.counters:
+                return self.const(self.counters[held])
         quals = {text(c) for c in decl.node.children if c.type in (
             "type_qualifier", "storage_class_specifier")}
         if "__shared__" in quals or "static" in quals or "extern" in quals:
