@@ -83,3 +83,32 @@ def test_runs_of_comment_openers_are_blanked_before_the_parse():
     assert time.process_time() - t < 0.5         # was 3 s
     assert tree.root_node.end_byte == len(src)   # offsets kept
     assert any(c.type == "function_definition" for c in tree.root_node.children)
+
+
+def test_flag_lists_built_from_each_other_are_followed_within_a_budget(monkeypatch):
+    # fuzz seed 34's build_setup c12fe5945d (262 KB): names built from names built from
+    # names multiplied the flag expressions followed; over 200 s
+    from cudalint.project import build_python
+    # (8 levels: 240,298 expressions followed at 1087e05 for 65,536 flags; 10: 4 M)
+    src = ("from torch.utils.cpp_extension import CUDAExtension\nf0 = ['-O3']\n" +
+           "".join(f"f{i} = []\n" + f"f{i} += f{i - 1}\n" * 4 for i in range(1, 11)) +
+           "ext = CUDAExtension('x', ['a.cu'], extra_compile_args={'nvcc': f10})\n")
+    calls = []
+    real = build_python._PyBuilds.flags
+
+    def counted(self, expr, depth=0):
+        calls.append(1)
+        assert len(calls) < 50_000, "flag expressions followed without a bound"
+        return real(self, expr, depth)
+    monkeypatch.setattr(build_python._PyBuilds, "flags", counted)
+    (build,) = build_python.python_builds(src, "setup.py")
+    assert len(calls) <= build_python.MAX_FLAG_STEPS + 100
+
+
+def test_a_flag_list_within_the_budget_is_read():
+    from cudalint.project import build_python
+    src = ("from torch.utils.cpp_extension import CUDAExtension\nf0 = ['--use_fast_math']\n"
+           "f1 = f0 + ['-O3']\n"
+           "ext = CUDAExtension('x', ['a.cu'], extra_compile_args={'nvcc': f1})\n")
+    (build,) = build_python.python_builds(src, "setup.py")
+    assert [f.text for f in build.flags] == ["--use_fast_math", "-O3"]
