@@ -49,9 +49,11 @@ import struct
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 
 MAX_FILES = 600                 # CUDA files read for one build (a folder-wide build)
+MAX_PATTERN_PARTS = 32          # folders in one source pattern (a fuzzed 'cu/*/*/...')
 MAX_FILE_BYTES = 4 << 20
 MAX_INCLUDE_DEPTH = 3
 FLT_MIN = 1.1754943508222875e-38
@@ -408,12 +410,19 @@ def resolve_sources(patterns: list[str], folder: str) -> list[str] | None:
         if not pat.endswith(_CUDA_SUFFIXES) and not pat.endswith("*"):
             continue                    # a .cpp: built by the host compiler
         hits: list[str] = []
-        for base in ([""] if os.path.isabs(pat) else _bases(folder)):
+        wild = any(c in pat for c in "*?[")
+        if pat.count("/") > MAX_PATTERN_PARTS or (wild and os.path.isabs(pat)):
+            return None             # not a project's pattern: what it compiles is unknown
+        # a wildcard is expanded in the build file's folder only: from the folders above
+        # it, `*/*.cu` or `**` could walk a home directory
+        bases = [""] if os.path.isabs(pat) else _bases(folder)[:1 if wild else None]
+        for base in bases:
             full = os.path.join(base, pat) if base else pat
             try:
-                hits = sorted(p for p in glob.glob(full, recursive=True)
+                found_here = (p for p in glob.iglob(full, recursive=True)
                               if p.endswith(_CUDA_SUFFIXES) and os.path.isfile(p))
-            except (OSError, ValueError):
+                hits = sorted(islice(found_here, MAX_FILES))
+            except (OSError, ValueError, RecursionError):
                 hits = []
             if hits:
                 break
