@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import threading
 import sys
 from pathlib import Path
 
@@ -125,16 +126,47 @@ def _unknown_command(word: str) -> bool:
         all(c.isalnum() or c in "-_" for c in word)
 
 
-_SIGINT = {"raised": False}
+_SIGINT = {"raised": False, "watchdog": False}
+_UNWIND_SECONDS = 1.0
+_ENDING = threading.Lock()      # held by whichever of main and the watchdog ends the run
 
 
 def _on_sigint(signum, frame) -> None:
     """The first Ctrl-C unwinds the run (KeyboardInterrupt, caught in :func:`main`); one
-    during that unwinding, or after main returned (exit handlers), ends the process."""
+    during that unwinding, or after main returned (exit handlers), ends the process.
+
+    Python ignores an exception raised where nothing can catch it (a weakref callback, a
+    `__del__`): a KeyboardInterrupt landing there is lost and the run would go on. So on
+    the command line a watchdog thread ends the process if unwinding has not done so
+    within a second."""
     if _SIGINT["raised"]:
         os._exit(130)
     _SIGINT["raised"] = True
+    if _SIGINT["watchdog"]:
+        timer = threading.Timer(_UNWIND_SECONDS, _hard_exit)
+        timer.daemon = True
+        timer.start()
     raise KeyboardInterrupt
+
+
+def _hard_exit() -> None:
+    """The interrupt was swallowed: kill the worker processes and the libclang helper,
+    say so in one line and exit 130 without unwinding."""
+    if not _ENDING.acquire(blocking=False):
+        return                          # main is ending the run already
+    try:
+        import multiprocessing
+        for child in multiprocessing.active_children():
+            child.kill()
+    except Exception:
+        pass
+    code = _interrupted()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def _interrupted() -> int:
@@ -161,13 +193,19 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:                    # not the main thread (an embedding program)
         previous = None
     _SIGINT["raised"] = False
+    _SIGINT["watchdog"] = command_line and previous is not None
     try:
         code = _main(argv)
         if _SIGINT["raised"]:     # an interrupt some guard took for a failure
             raise KeyboardInterrupt
         return code
     except KeyboardInterrupt:
-        code = _interrupted()
+        _ENDING.acquire()
+        try:
+            code = _interrupted()
+        finally:
+            if not command_line:
+                _ENDING.release()
         if command_line:
             # exit here: CPython ends a process whose KeyboardInterrupt it saw anywhere
             # with a SIGINT of its own at shutdown (subprocess sees -2, not 130)

@@ -138,3 +138,35 @@ def test_workers_die_with_a_killed_parent(project, jobs):
             _killall(left)
             problems.append((attempt, f"{len(left)} processes left"))
     assert not problems, problems
+
+
+def test_an_interrupt_python_swallows_still_ends_the_run(tmp_path):
+    """A KeyboardInterrupt raised inside a weakref callback or a ``__del__`` is printed as
+    "Exception ignored" and lost (CI saw one in WeakKeyDictionary's callback: the run went
+    on for seconds). The command line's watchdog ends the process anyway: exit 130, one
+    line, within about a second."""
+    script = tmp_path / "swallow.py"
+    script.write_text(
+        "import signal, sys, time\n"
+        "from cudalint import cli\n"
+        "class Dropped:\n"
+        "    def __del__(self):\n"
+        "        signal.raise_signal(signal.SIGINT)\n"
+        "        sum(range(1000))     # the handler runs here, inside __del__\n"
+        "def _main(argv):\n"
+        "    Dropped()\n"
+        "    time.sleep(20)\n"
+        "    return 0\n"
+        "cli._main = _main\n"
+        "sys.exit(cli.main())\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    start_at = time.monotonic()
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, env=env,
+                       timeout=30)
+    took = time.monotonic() - start_at
+    err = p.stderr.decode(errors="replace")
+    assert "Exception ignored" in err, err        # the interrupt was really swallowed
+    assert p.returncode == 130, (p.returncode, err)
+    assert err.strip().splitlines()[-1] == "cudalint: interrupted", err
+    assert err.count("cudalint: interrupted") == 1, err
+    assert took < 10, took
