@@ -631,6 +631,52 @@ def test_launch_constant_binds_the_parameter():
     assert "for any `cols` >= 8" in d.message
 
 
+_ROWS = ("template <int SW, int LOGSW>\n"
+         "__global__ void rows(int nr, int nv, float* Y) {\n"
+         "  int row = blockIdx.x * (blockDim.x >> LOGSW) + (threadIdx.x >> LOGSW);\n"
+         "  int lane = threadIdx.x & (SW - 1);\n"
+         "  if (row < nr) Y[row * nv + lane] = 2.f; }\n")
+
+
+def test_an_instantiation_is_bound_by_its_own_launches():
+    """Sheet 5's W8 (dgSPARSE-Lib SpMM): `rows<2, 1>` is launched with `nv` = 2, which
+    makes its store 32 consecutive floats; the launch of `rows<4, 2>` passing a variable
+    must not leave `nv` unknown for `rows<2, 1>` ("16 sectors for any `nv` >= 8")."""
+    src = _ROWS + ("void go(int nr, int nv, float* Y) {\n"
+                   "  if (nv == 2) rows<2, 1><<<nr, 256>>>(nr, 2, Y);\n"
+                   "  else rows<4, 2><<<nr, 256>>>(nr, nv, Y); }\n")
+    assert not _cl201(src, every=False)
+    # the same instantiation launched twice, once with a variable: not bound
+    twice = src.replace("else rows<4, 2>", "else rows<2, 1>")
+    (d,) = _cl201(twice, every=False)
+    assert "for any `nv` >= 8" in d.message and "rows<2, 1>" in d.message
+
+
+def test_the_branch_around_a_launch_fixes_a_host_variable():
+    """`case 64:` of `switch (nv)` (or `if (nv == 64)`) makes `nv` 64 at the launch it
+    holds; a label another one falls into, a `!=` test, or a host function that assigns
+    `nv` fixes nothing."""
+    host = ("void go(int nr, int nv, float* Y) {\n  switch (nv) {\n"
+            "  case 2: rows<2, 1><<<nr, 256>>>(nr, nv, Y); break;\n"
+            "  case 64: rows<4, 2><<<nr, 256>>>(nr, nv, Y); break;\n  } }\n")
+    (d,) = _cl201(_ROWS + host, every=False)
+    assert d.metrics["bound"] == {"nv": {"value": 64, "line": 9}}, d.metrics
+    assert "rows<4, 2>" in d.message and "`nv` = 64 from the launch at line 9" in d.message
+    # falls through from case 2: nv may be 2 or 64 at the second launch
+    fall = host.replace("(nr, nv, Y); break;\n  case 64", "(nr, nv, Y);\n  case 64")
+    assert all("bound" not in d.metrics for d in _cl201(_ROWS + fall, every=False))
+    iffed = ("void go(int nr, int nv, float* Y) {\n"
+             "  if (nr > 0 && nv == 64) rows<4, 2><<<nr, 256>>>(nr, nv, Y); }\n")
+    (d,) = _cl201(_ROWS + iffed, every=False)
+    assert d.metrics["bound"]["nv"]["value"] == 64
+    for other in ("if (nr > 0 && nv != 64)", "if (nr > 0 || nv == 64)"):
+        assert all("bound" not in d.metrics for d in
+                   _cl201(_ROWS + iffed.replace("if (nr > 0 && nv == 64)", other),
+                          every=False))
+    assigned = iffed.replace("float* Y) {", "float* Y) {\n  nv += 1;")
+    assert all("bound" not in d.metrics for d in _cl201(_ROWS + assigned, every=False))
+
+
 # ---- recall on issue 20's misses -----------------------------------------------------
 
 def test_pointer_bumped_in_place():

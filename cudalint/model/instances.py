@@ -72,6 +72,7 @@ class InstanceLaunch:
     block: tuple[int, int, int] | None
     line: Callable[[], int | None] | None
     file: str | None = None     # another file of the project (None: this unit)
+    node: Node | None = None    # the launch's call_expression, in this unit
 
 
 def mention(label: str) -> str:
@@ -487,7 +488,7 @@ class Instances:
                 return unit.file.position(unit.file_offset(start))[0]
             except Exception:
                 return None
-        return InstanceLaunch(block, line)
+        return InstanceLaunch(block, line, node=launch)
 
     def _mentions(self, fn: "Function"):
         """(template_function node, the enclosing host function's instantiations or

@@ -43,6 +43,7 @@ from cudalint.analysis.memory.kernel_lanes import KernelLanes, _declared
 from cudalint.analysis.memory.lane_values import WARP, Opaque
 from cudalint.analysis.memory.loops import bounded_trip, counted_loop, loop_nodes
 from cudalint.analysis.memory.symbolic import identify
+from cudalint.model.branch_values import branch_values
 from cudalint.model.consteval import eval_int
 from cudalint.model.instances import Instances
 from cudalint.model.launch_shape import BlockShape, block_shape, launch_bounds_threads
@@ -127,11 +128,22 @@ def kernel_accesses(ctx: "UnitContext", name: str, bound: dict[str, int]) -> lis
 
 def launch_bindings(ctx: "UnitContext", fn: "Function") -> dict[str, tuple[int, int | None]]:
     """Scalar parameters that every launch of ``fn`` in the unit passes as the same
-    constant (a literal, a macro, a constexpr, a host local initialised from constants):
-    name -> (value, line of the first such launch)."""
+    constant (a literal, a macro, a constexpr, a host local initialised from constants,
+    a host variable the branch around the launch fixes: ``case 4:`` of ``switch (nv)``):
+    name -> (value, line of the first such launch). For an instantiation, the launches
+    that made it: ``rows<2, 1><<<...>>>(nr, 2, ...)`` fixes ``nv`` for ``rows<2, 1>``
+    whatever the launch of ``rows<4, 2>`` passes."""
     launches = [l for l in ctx.model.launches if l.kernel == fn.name]
     if not launches or b"<<<" not in ctx.unit.data:
         return {}
+    made = getattr(fn, "instance_launches", None) if fn.instance else None
+    if made is not None:
+        if any(m.node is None for m in made):
+            return {}                   # launched from elsewhere too: not all seen here
+        ids = {m.node.id for m in made}
+        launches = [l for l in launches if l.node.id in ids]
+        if not launches:
+            return {}
     out: dict[str, tuple[int, int | None]] = {}
     params = fn.params
     for k, p in enumerate(params):
@@ -162,6 +174,10 @@ def _launch_constant(ctx, launch, arg: Node) -> int | None:
         return None                 # dim3(...) and friends: the model reads those as dims
     host = launch.function
     env = host.constants if host is not None else ctx.model.constants
+    if host is not None and host.body is not None:
+        fixed = branch_values(launch.node, host.body, lambda e: eval_int(e, env))
+        if fixed:
+            env = {**env, **fixed}
     dims = ctx.model.resolve_dim3(arg, host, env)
     return dims[0] if dims is not None else None
 
