@@ -13,6 +13,9 @@
 - ``dispatch``: the types a template argument stands for where the host code writes
   none: PyTorch's ``AT_DISPATCH_*`` lambdas (``scalar_t``) and arguments deduced from
   the launch's argument types; read by ``instances``.
+- ``branch_values``: the values a host variable must hold at a launch, from the ``case``
+  label or ``==`` test around it (``case 4: k<4><<<...>>>(n, nv)``: ``nv`` is 4); read by
+  the memory analysis when it binds a kernel's scalar parameters at its launches.
 
 Every analysis and rule reads the model; the model reads only ``sources`` and ``parse``.
 """
