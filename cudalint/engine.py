@@ -94,7 +94,7 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
         else:
             notices.extend(view.notices)
             units.append(Unit(file=file, text=view.text, char_map=view.char_map,
-                              launches=view.launches,
+                              launches=view.launches, spliced=view.spliced,
                               extra_defines={**view.constants, **defines}))
         if views:                   # beside the Python's views: its own findings of
             units[-1] = as_own_part(units[-1])   # the rules those leave out
@@ -116,7 +116,7 @@ def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult
         for rule in unit_rules:
             _run(rule, ctx, unit, findings, notices)
         notices.extend((unit.file_offset(off), _described(msg, unit))
-                       for off, msg in ctx.notices)
+                       for off, msg in ctx.notices if unit.spliced_piece(off) is None)
     file_rules = [r for r in rules if r.target == "file" and kind in r.file_kinds]
     if file_rules:
         fctx = FileContext(file, settings)
@@ -275,8 +275,9 @@ def _parse_notices(ctx: UnitContext) -> list[tuple[int, str]]:
     seen: set[int] = set()
     for node in model.error_nodes:
         fn = model.enclosing_function(node)
-        if fn is None or not fn.is_device or fn.node.id in seen:
-            continue
+        if fn is None or not fn.is_device or fn.node.id in seen or \
+                ctx.unit.spliced_piece(node.start_byte) is not None:
+            continue                # (appended header text: the header's own lint says)
         seen.add(fn.node.id)
         what = "kernel" if fn.is_kernel else "device function"
         out.append((ctx.unit.file_offset(node.start_byte),

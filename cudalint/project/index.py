@@ -37,7 +37,9 @@ from cudalint.model.consteval import eval_int
 from cudalint.model.dispatch import dispatch_aliases
 from cudalint.model.instances import split_args
 from cudalint.project.launch_text import call_args, local_init, pointer_targets, split_top
-from cudalint.sources.macros import MacroDef, expand_expression, expand_text
+from cudalint.project.header_functions import header_functions
+from cudalint.sources.macros import (CharMap, MacroDef, at_invocation, expand_expression,
+                                     expand_text)
 from cudalint.sources.signature import file_sig
 
 MAX_INCLUDE_DEPTH = 8
@@ -682,6 +684,9 @@ class UnitView:
     constants: dict[str, int]
     launches: list[LaunchSite]
     notices: list[tuple[int, str]]          # (file char offset, message)
+    # device functions of the project headers the file calls, appended after its text
+    # (header_functions): (unit char start, end, header path, char offset in the header)
+    spliced: list[tuple[int, int, str, int]] = field(default_factory=list)
 
 
 def unit_view(path: str, text: str, settings) -> UnitView | None:
@@ -703,8 +708,34 @@ def unit_view(path: str, text: str, settings) -> UnitView | None:
                              f"or size); its expansion is unknown to the analyses"
                              + (f" (and {len(expansion.over_budget) - 1} more invocations)"
                                 if len(expansion.over_budget) > 1 else "")))
-    return UnitView(expansion.text, expansion.char_map, idx.constants(full),
-                    idx.launches_of(full), notices)
+    unit_text, char_map, spliced = _with_header_functions(idx, full, text, expansion)
+    return UnitView(unit_text, char_map, idx.constants(full), idx.launches_of(full),
+                    notices, spliced)
+
+
+def _with_header_functions(idx: ProjectIndex, full: str, text: str, expansion):
+    """The unit's text with the header device functions it calls appended (each piece
+    mapped to the ``#include`` that brings it in), its char map, and where the pieces
+    came from."""
+    pieces = header_functions(idx, full, text) if "#include" in text else []
+    if not pieces:
+        return expansion.text, expansion.char_map, []
+    cmap = expansion.char_map
+    if cmap is None:
+        cmap = CharMap()
+        cmap.add(0, len(text), True)
+    chunks = [expansion.text]
+    at = len(expansion.text)
+    spliced = []
+    for piece in pieces:
+        chunks.append("\n")
+        cmap.add(at_invocation(piece.include_at), 1, False)
+        at += 1
+        chunks.append(piece.text)
+        cmap.add(at_invocation(piece.include_at), len(piece.text), False)
+        spliced.append((at, at + len(piece.text), piece.header, piece.start))
+        at += len(piece.text)
+    return "".join(chunks), cmap, spliced
 
 
 def project_deps(path: str) -> list[str]:

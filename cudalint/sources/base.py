@@ -105,6 +105,9 @@ class Unit:
     # launches of this unit's kernels elsewhere in the project (project.index.LaunchSite:
     # .kernel, .block, .file, .line), as ``embedded.launches`` are for Python launch calls
     launches: list = field(default_factory=list)
+    # device functions of project headers appended after the file's text
+    # (project/header_functions.py): (unit char start, end, header path, header offset)
+    spliced: list = field(default_factory=list)
 
     @property
     def _cmap(self) -> "Sequence[int] | None":
@@ -213,9 +216,14 @@ class Unit:
     def keeps(self, finding) -> bool:
         """Whether this unit reports `finding`: not one in text that a Python call read
         from a CUDA file of its package, which the lint of that file reports at the
-        file's own row and column (sources/python/readers.py)."""
+        file's own row and column (sources/python/readers.py), nor one in the header
+        device functions appended to the unit (project/header_functions.py)."""
+        if finding.in_file:
+            return True
+        if self.spliced and self.spliced_piece(finding.start) is not None:
+            return False            # header text appended: the header's own lint says
         emb = self.embedded
-        if emb is None or not getattr(emb, "files", None) or finding.in_file:
+        if emb is None or not getattr(emb, "files", None):
             return True
         from cudalint.sources.python.files import place_in_file
         got = place_in_file(emb.files, self.char_offset(finding.start))
@@ -229,6 +237,37 @@ class Unit:
         start = self.file_offset(start_byte)
         end = self.file_offset(end_byte, end=True) if end_byte > start_byte else start
         return start, max(start, end)
+
+    def spliced_piece(self, byte_offset: int) -> tuple[str, int] | None:
+        """For a character of a header device function appended to the unit: (header
+        path, its char offset in the header); None for the file's own text."""
+        if not self.spliced:
+            return None
+        char = self.char_offset(byte_offset)
+        for start, end, path, origin in self.spliced:
+            if start <= char < end:
+                return path, origin + char - start
+        return None
+
+    def header_place(self, byte_offset: int) -> tuple[str, int, int] | None:
+        """Where an appended header character is: (the header's path relative to the
+        file's folder, row, column), both from 1."""
+        got = self.spliced_piece(byte_offset)
+        if got is None:
+            return None
+        path, off = got
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(off + 1).decode("utf-8", "replace")[:off]
+        except OSError:
+            return None
+        row = head.count("\n") + 1
+        col = off - (head.rfind("\n") + 1) + 1
+        try:
+            shown = os.path.relpath(path, os.path.dirname(os.path.abspath(self.file.path)))
+        except ValueError:
+            shown = path
+        return shown, row, col
 
     def file_note(self, start_byte: int) -> str | None:
         """For a character of an embedded kernel that the Python read from a file of its

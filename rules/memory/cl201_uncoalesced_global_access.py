@@ -1,6 +1,8 @@
-from cudalint.analysis.memory.figures import (SECTOR, block_line_metrics, coalescing_figures,
-                                              merge_reached, reached_metrics,
-                                              reached_text, sectors, surely_below)
+from cudalint.analysis.memory.callee_lanes import CalleeMemo
+from cudalint.analysis.memory.figures import (SECTOR, at_the_call, block_line_metrics,
+                                              coalescing_figures, merge_reached,
+                                              reached_metrics, reached_text, root_kernel,
+                                              sectors, surely_below)
 from cudalint.analysis.memory.column_walk import neighbour_index
 from cudalint.analysis.memory.early_break import early_break_scan
 from cudalint.analysis.memory.hot_path import HotPath
@@ -379,7 +381,7 @@ class UncoalescedGlobalAccess(Rule):
             if work is not None and not self.report_whole_records:
                 continue
             found.append((group.first, self._finding(ctx, group, waste, work)))
-        yield from merge_reached(found)      # alike from several kernels: once
+        yield from merge_reached(at_the_call(ctx, found))   # alike from several kernels: once
 
     # every uncoalesced access, also records read whole once and accesses outside the
     # hottest loop (tests of the figures and of sibling grouping; not a user setting)
@@ -613,6 +615,8 @@ def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
         return {"wasted": "column_walk", "neighbour_index": near.name,
                 "neighbour_axis": near.axis,
                 "text": _column_walk_text(near, fig, direction)}
+    if root_kernel(access).node.id in ctx.analysis(CalleeMemo).cut:
+        return None             # calls not followed may use the rest of the sectors
     if fetched - used >= SECTOR or not fetched:
         verb = {"store": "writes", "load": "reads"}.get(_direction(access), "accesses")
         return {"wasted": "unused_bytes", "warp_fetched_bytes": fetched,

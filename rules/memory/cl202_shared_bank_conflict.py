@@ -1,7 +1,8 @@
 from cudalint.analysis.memory.bank_vectors import merged_statements
-from cudalint.analysis.memory.figures import (bank_conflict_figures, block_line_metrics,
-                                              merge_reached, reached_metrics, reached_text,
-                                              surely_below, wavefronts)
+from cudalint.analysis.memory.figures import (at_the_call, bank_conflict_figures,
+                                              block_line_metrics, merge_reached,
+                                              reached_metrics, reached_text, surely_below,
+                                              wavefronts)
 from cudalint.analysis.memory.lanes import LaneAnalysis
 from cudalint.analysis.memory.loops import hot, vector_access
 from cudalint.analysis.memory.staging import staged_tile_loop
@@ -204,7 +205,7 @@ class SharedBankConflict(Rule):
 
     def check(self, ctx):
         # alike from several kernels (a device function's access): said once
-        yield from merge_reached(list(self._findings(ctx)))
+        yield from merge_reached(at_the_call(ctx, list(self._findings(ctx))))
 
     def _findings(self, ctx):
         facts = ctx.analysis(LaneAnalysis)

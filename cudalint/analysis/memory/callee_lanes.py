@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from cudalint.model.kernels import Function
 
 MAX_CALL_DEPTH = 3          # a kernel's callee's callee's callee
-MAX_BINDINGS = 48           # callee bodies evaluated per unit, all bindings together
+MAX_BINDINGS = 192         # callee bodies evaluated per unit, all bindings together
 SHOWN = 3                   # places a message names before "and N more"
 _FAILURES = (Opaque, RecursionError, OverflowError, ValueError, TypeError, AttributeError,
              IndexError)
@@ -61,6 +61,7 @@ class Reached:
     call_weight: int
     where: list[str] = field(default_factory=list)
     path: tuple = ()                                 # call node ids, outermost first
+    call: Node | None = None                         # the outermost call (the kernel's)
 
     def describe(self) -> str:
         shown = self.where[:SHOWN]
@@ -126,6 +127,9 @@ class CalleeMemo:
                 if f.body is not None and not f.is_kernel and "__device__" in f.spaces:
                     self.defined.setdefault(f.name, []).append(f)
         self.spent = 0
+        # kernels some of whose calls were not followed (MAX_BINDINGS spent): the bytes
+        # their callees access are unknown, so "bytes no access uses" is not a fact
+        self.cut: set[int] = set()
 
 
 def device_calls(ctx: "UnitContext", fn: "Function") -> list[tuple[Node, "Function"]]:
@@ -241,6 +245,8 @@ def _key(value) -> tuple:
 
 
 def _line(ctx: "UnitContext", node: Node) -> int | None:
+    if ctx.unit.spliced and ctx.unit.spliced_piece(node.start_byte) is not None:
+        return None         # a header's text appended to the unit: not this file's line
     try:
         return ctx.unit.file.position(ctx.unit.file_offset(node.start_byte))[0]
     except Exception:       # a position the source layer cannot map
@@ -287,6 +293,7 @@ def reached_accesses(ctx: "UnitContext", kernel: "Function", lanes: KernelLanes,
     out: list["Access"] = []
     for call, callee in device_calls(ctx, lanes.fn):
         if memo.spent >= MAX_BINDINGS:
+            memo.cut.add(kernel.node.id)    # what its callees access is not all known
             break
         deeper = level < MAX_CALL_DEPTH and device_calls(ctx, callee)
         if not deeper and not _accessing(callee):
@@ -336,7 +343,8 @@ def reached_accesses(ctx: "UnitContext", kernel: "Function", lanes: KernelLanes,
             own[0].int_values if own else _values_of(lanes)
         reached = Reached(kernel, values,
                           runtime, weight, [where],
-                          (outer.path if outer else ()) + (call.id,))
+                          (outer.path if outer else ()) + (call.id,),
+                          outer.call if outer is not None else call)
         for a in found:
             a.reached = reached
             r, w = a.loop_depth

@@ -18,6 +18,7 @@ from cudalint.analysis.memory.lane_values import N_SAMPLES, WARP
 from cudalint.model.launch_shape import BlockShape
 
 if TYPE_CHECKING:
+    from cudalint.context import UnitContext
     from cudalint.model.kernels import ArrayDecl, Function
 
 SECTOR = 32
@@ -221,6 +222,34 @@ def root_kernel(access: Access) -> "Function":
     """The kernel an access runs in: its own, or the one its device function is reached
     from (what the traffic of a record is summed over)."""
     return access.reached.kernel if access.reached is not None else access.kernel
+
+
+def at_the_call(ctx: "UnitContext", pairs: list) -> list:
+    """``pairs`` ((access, finding)) with each finding on an access of a header's device
+    function (appended to the unit: project/header_functions.py) moved to the kernel's
+    call of it, saying where the access is in the header (metrics ``in_header``); one
+    whose call is not in the file's own text is dropped. The engine reports nothing in
+    appended text: these figures depend on the caller's lanes, so the call is where the
+    file shows them."""
+    unit = ctx.unit
+    if not unit.spliced:
+        return pairs
+    out = []
+    for access, finding in pairs:
+        if finding.in_file or unit.spliced_piece(finding.start) is None:
+            out.append((access, finding))
+            continue
+        call = access.reached.call if access.reached is not None else None
+        place = unit.header_place(finding.start)
+        if call is None or place is None or unit.spliced_piece(call.start_byte) is not None:
+            continue
+        shown, row, col = place
+        finding.start, finding.end = call.start_byte, call.end_byte
+        finding.message += f" (in `{shown}` at line {row}, column {col}, called here)"
+        finding.metrics["in_header"] = {"file": shown, "line": row, "column": col}
+        finding.fix = None
+        out.append((access, finding))
+    return out
 
 
 def merge_reached(pairs: list) -> list:
