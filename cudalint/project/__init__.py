@@ -22,7 +22,10 @@ run (memoised by file signature) and hands them to the model and the analyses:
 
 - ``index``: the project index (kernels, launches, macros and constants across files),
   with ``launch_text``: what a launch needs from its host function's text (the block's
-  declaration, function pointers, the call's arguments).
+  declaration, function pointers, the call's arguments), and ``header_functions``: the
+  ``__device__`` functions of project headers that a file calls, appended to its unit
+  (``Unit.spliced``) so that the lane and race analyses follow the call as nvcc
+  inlines it; findings on them are told at the call (CL201, CL202) or not at all.
 
 It may import ``model``, ``sources`` and ``parse``; never ``analysis`` or anything above.
 """
