@@ -112,3 +112,51 @@ def test_a_flag_list_within_the_budget_is_read():
            "ext = CUDAExtension('x', ['a.cu'], extra_compile_args={'nvcc': f1})\n")
     (build,) = build_python.python_builds(src, "setup.py")
     assert [f.text for f in build.flags] == ["--use_fast_math", "-O3"]
+
+
+ELEMENTWISE = ("__global__ void ops_kernel(float* y, const float* x, int n) {{\n"
+               "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+               "    if (i < n) y[i] = wave(x[i]) + ratio(x[i], y[i]){shift};\n}}\n")
+
+
+def test_the_race_search_of_an_elementwise_kernel_is_small(monkeypatch):
+    # fuzz seed 36's fix_cuda d1f8d7e713: 504 copies of an elementwise kernel, CL108's
+    # race search about 4 ms each (9.8 s over the harness's three lints): both blocks'
+    # stores indexed byte by byte for each direction between blocks that share no
+    # byte, the conditions above each access evaluated again per access, and the
+    # addresses of a buffer nothing stores to evaluated in both blocks
+    from cudalint.analysis.memory import global_races, race_search
+    counts = {"evaluate": 0, "condition": 0, "steps": 0}
+
+    def counted(name, real):
+        def run(*a, **k):
+            counts[name] += 1
+            return real(*a, **k)
+        return run
+
+    def steps(*a):
+        got = range(*a)
+        counts["steps"] += len(got)
+        return got
+    monkeypatch.setattr(global_races, "_evaluate", counted("evaluate", global_races._evaluate))
+    monkeypatch.setattr(global_races, "condition_mask",
+                        counted("condition", global_races.condition_mask))
+    monkeypatch.setattr(race_search, "range", steps, raising=False)
+    kernels = 20
+    ctx = _ctx(ELEMENTWISE.format(shift="") * kernels)
+    assert ctx.analysis(global_races.GlobalRaces).items == []
+    # two sites of y (the store, the read) in blocks 0 and 1; x is never stored to
+    assert counts["evaluate"] <= 4 * kernels, counts                # was 8 per kernel
+    # `if (i < n)` once per block's engine
+    assert counts["condition"] <= 2 * kernels, counts               # was 8
+    # the store's 288 columns (3 samples of warps 0, 1 and 7) within the block, a
+    # whole float at a time; nothing between blocks 0 and 1, whose bytes are apart
+    assert counts["steps"] <= 1_600 * kernels, counts               # was 4,368
+
+
+def test_the_race_search_still_finds_a_neighbour_race():
+    from cudalint.analysis.memory import global_races
+    items = _ctx(ELEMENTWISE.format(shift="; if (i + 1 < n) y[i + 1] = 0.5f")).analysis(
+        global_races.GlobalRaces).items
+    assert [(r.threads, r.blocks, r.byte) for r in items] == [((1, 0), (0, 0), 4), ((0, 1), (0, 0), 4)], \
+        [(r.threads, r.blocks, r.byte) for r in items]

@@ -45,7 +45,8 @@
   memory (CL204); ``local_loops``: the loop shapes it reads.
 - ``global_races``: pairs of global accesses of one launch, one a store, whose addresses
   meet for two threads with no barrier (one block) or nothing at all (two blocks)
-  ordering them, from the lane engine run at blockIdx 0 and 1 (CL108).
+  ordering them, from the lane engine run at blockIdx 0 and 1 (CL108); ``race_search``:
+  its search of the bytes where two threads' accesses meet.
 - ``local_room``: the registers such an array would take and the block a device function
   runs with: what CL204's advice rests on.
 """

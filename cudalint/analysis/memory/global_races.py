@@ -13,7 +13,8 @@ that reach the call its active ones) for the threads of warps 0, 1
 and the last of a block, under its samples of the kernel's unknowns, once with
 ``blockIdx`` = 0 and once with 1 (same samples otherwise, so both blocks see the same
 sizes). A pair of accesses races when, in one sample, a store's bytes and another
-access's bytes meet for two threads:
+access's bytes meet for two threads (race_search), only buffers stored to being
+evaluated:
 
 - of one block, in a kernel with no block barrier at all (nor a call of a function of
   the unit that has one): a barrier may order the pair, and the block simulation of
@@ -55,6 +56,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from operator import and_
 from typing import TYPE_CHECKING
 
 from tree_sitter import Node
@@ -63,10 +65,11 @@ from cudalint.analysis.memory.callee_lanes import CalleeLanes, bind_arguments, d
 from cudalint.analysis.memory.kernel_lanes import KernelLanes
 from cudalint.analysis.memory.kernel_lanes_conditions import (condition_mask,
                                                               expression_guards, strip)
-from cudalint.analysis.memory.lane_values import COUNTER_SAMPLES, N_SAMPLES, Opaque
+from cudalint.analysis.memory.lane_values import COUNTER_SAMPLES, Opaque
 from cudalint.analysis.memory.lanes import (MAX_NEST, _direction, _no_known_block,
                                             any_1d_block, _one_dimensional, _Parents,
                                             launch_bindings)
+from cudalint.analysis.memory.race_search import search
 from cudalint.model.consteval import sizeof_type
 from cudalint.model.instances import Instances
 from cudalint.model.launch_shape import block_shape
@@ -90,8 +93,6 @@ _ATOMIC = re.compile(rb"\batomic\w*\s*\(")
 # a kernel with more subscripts than this is not searched (fuzzed sums of thousands)
 MAX_SITES = 512
 MAX_CALLS = 16              # device-function calls of one kernel followed (one level)
-MAX_BUCKET = 8
-_NONE, _MIXED = object(), object()      # _meet_all's bucket threads: none yet, several
 _LOOPS = ("for_statement", "while_statement", "do_statement", "for_range_loop")
 # possessive: two \s* around an optional group backtracked quadratically over a long run
 # of blanks (a fuzzed body of 51,000 spaces: 5.6 s per kernel; seed 36)
@@ -211,6 +212,16 @@ def _sites(ctx: "UnitContext", fn: "Function", up, need_store: bool = True
     return out if any(store for _, store, _ in out) or not need_store and out else None
 
 
+def _buffer(lanes: KernelLanes, node: Node, alias: dict[str, str]) -> str | None:
+    """The buffer a subscript's pointer names (aliased), or None where the engine
+    cannot follow the pointer (nor then the subscript's address)."""
+    try:
+        region = lanes.pointer(node.child_by_field_name("argument")).region
+    except (Opaque, RecursionError, OverflowError, ValueError, TypeError, AttributeError):
+        return None
+    return alias.get(region, region)
+
+
 def _racing_regions(evaluated: list) -> set[str]:
     """Buffers stored to and accessed at another site or read-modified-written."""
     keep = set()
@@ -281,8 +292,21 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns, up,
     if key is not None and shared.get(key) == []:
         return []               # another element size of the same instantiation: no race
     engines = [_engine(ctx, fn, shape, structs, values, bx) for bx in (0, 1)]
+    in_calls = []
+    for call, callee in calls:
+        for e in _callee_sites(ctx, fn, call, callee, engines, shape, structs, values, up):
+            in_calls.append(((e[0], alias.get(e[1], e[1])) + e[2:], call))
+    # a site of a buffer nothing stores to (nor reads at a second site) is dropped below
+    # (_racing_regions): the buffers its pointer names, before any address is evaluated,
+    # are a superset of the buffers kept there, so such sites are not evaluated at all
+    named = [_buffer(engines[0], node, alias) for node, _, _ in sites]
+    may_race = _racing_regions(
+        [(None, r, store, load) for r, (_, store, load) in zip(named, sites)
+         if r is not None] + [e for e, _ in in_calls])
     evaluated = []
-    for node, store, load in sites:
+    for (node, store, load), r in zip(sites, named):
+        if r not in may_race:
+            continue
         per_block = []
         for lanes in engines:
             got = _evaluate(lanes, fn, node, up)
@@ -293,17 +317,15 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns, up,
             region = alias.get(per_block[0][3], per_block[0][3])
             evaluated.append((node, region, store, load, per_block, _in_loop(node, fn, up)))
     vias: dict[int, Node] = {}
-    for call, callee in calls:
-        for e in _callee_sites(ctx, fn, call, callee, engines, shape, structs, values, up):
-            e = (e[0], alias.get(e[1], e[1])) + e[2:]
-            vias[len(evaluated)] = call
-            evaluated.append(e)
+    for e, call in in_calls:
+        vias[len(evaluated)] = call
+        evaluated.append(e)
     keep = _racing_regions(evaluated)
     kept = [i for i, e in enumerate(evaluated) if e[1] in keep]
     vias = {k: vias[i] for k, i in enumerate(kept) if i in vias}
     evaluated = [evaluated[i] for i in kept]
     cols = engines[0].cols
-    hits = _search(evaluated, cols, same_block, cross_block, up)
+    hits = search(evaluated, cols, same_block, cross_block, up)
     found = []
     seen: set[int] = set()
     for i, (j, t1, t2, blocks, byte) in sorted(hits.items()):
@@ -431,112 +453,10 @@ def _callee_sites(ctx, fn, call, callee, engines, shape, structs, values, up) ->
     return out
 
 
-def _search(evaluated, cols, same_block: bool, cross_block: bool, up) -> dict:
-    """store index -> (other index, thread of the store, thread of the other, blocks,
-    byte): for each store the first other access (in source order) that meets it, a
-    pair within one block first (the neighbour the message is about), then blocks."""
-    found: dict[int, tuple] = {}
-    if same_block:
-        _meet_all(evaluated, cols, 0, 0, False, found, up)
-    if cross_block:
-        _meet_all(evaluated, cols, 0, 1, True, found, up)
-        _meet_all(evaluated, cols, 1, 0, True, found, up)
-    return found
-
-
-def _meet_all(evaluated, cols, s_blk: int, x_blk: int, cross: bool, found: dict, up):
-    """Stores of block ``s_blk`` against every access of block ``x_blk`` through one
-    index of the stores' bytes (per buffer, sample and byte; a bucket keeps two threads
-    of each of at most MAX_BUCKET stores, enough to find a pair)."""
-    def eligible(e) -> bool:
-        return not cross or (not e[5] and _per_block(e[4]))
-    index: dict[tuple, list[tuple[int, int]]] = {}
-    # the one thread of a bucket whose entries all have it (_MIXED: several): within a
-    # block such a bucket meets no access of that thread, and a kernel of 19 stores
-    # `y[i] = ...` of the same element had each access walk 16 entries of its own
-    # thread per byte (fuzz seed 32's build_setup 3e8cb09477: 15 s)
-    solo: dict[tuple, object] = {}
-    for i, e in enumerate(evaluated):
-        if not e[2] or i in found or not eligible(e):
-            continue
-        off, width = e[4][s_blk][0], e[4][s_blk][1]
-        for c, o in enumerate(off):
-            if o is None:
-                continue
-            s, t = cols[c]
-            for k in range(o, o + width):
-                key = (e[1], s, k)
-                bucket = index.setdefault(key, [])
-                # two threads of a store are enough to find a pair with any third
-                if len(bucket) < 2 * MAX_BUCKET and (
-                        len(bucket) < 2 or bucket[-2][0] != i):
-                    bucket.append((i, t))
-                    one = solo.get(key, _NONE)
-                    if one is _NONE:
-                        solo[key] = t
-                    elif one is not _MIXED and one != t:
-                        solo[key] = _MIXED
-    if not index:
-        return
-    last = N_SAMPLES - 1
-    for j, x in enumerate(evaluated):
-        if not eligible(x):
-            continue
-        off, width, x_par, _, x_uni = x[4][x_blk]
-        for c, o in enumerate(off):
-            if o is None:
-                continue
-            s, t = cols[c]
-            if x_par and s != last:
-                continue                # every entry is skipped for it (below)
-            for k in range(o, o + width):
-                if not cross:
-                    one = solo.get((x[1], s, k), _MIXED)
-                    if one is not _MIXED and one == t:
-                        continue        # every entry is this thread's own (below)
-                for i, ta in index.get((x[1], s, k), ()):
-                    if i in found or (i == j and not evaluated[i][3]) or \
-                            (not cross and ta == t):
-                        continue
-                    e_val = evaluated[i][4][s_blk]
-                    # a sampled size or pitch: compared at its largest sample only
-                    if (e_val[2] or x_par) and s != last:
-                        continue
-                    if e_val[4] and x_uni:
-                        continue    # one address for every thread on both sides
-                    if x[2] and i != j and _same_constant(evaluated[i][0], x[0], up):
-                        continue
-                    found[i] = (j, ta, t, (s_blk, x_blk), k)
-
-
-def _per_block(val) -> bool:
-    """The address moves with blockIdx: a kernel whose addresses do not is written for
-    one block (several blocks would all redo the same elements)."""
-    return val[0][0] != val[1][0]
-
-
 def _one_block(ctx: "UnitContext", fn: "Function") -> bool:
     """Every launch of the unit gives the kernel a grid of one block."""
     launches = [l for l in ctx.model.launches if l.kernel == fn.name]
     return bool(launches) and all(l.grid == (1, 1, 1) for l in launches)
-
-
-def _same_constant(a: Node, b: Node, up) -> bool:
-    """Two plain stores of one constant (``mask[i] = false`` and ``mask[i + 1] =
-    false``): whichever lands last, the element holds that value."""
-    values = []
-    for node in (a, b):
-        parent = up(node)
-        while parent is not None and parent.type == "parenthesized_expression":
-            parent = up(parent)
-        if parent is None or parent.type != "assignment_expression" or \
-                text(parent.child_by_field_name("operator")) != "=":
-            return False
-        right = parent.child_by_field_name("right")
-        if right.type not in ("number_literal", "true", "false", "char_literal"):
-            return False
-        values.append(text(right))
-    return values[0] == values[1]
 
 
 def _evaluate(lanes: KernelLanes, fn, node: Node, up):
@@ -557,7 +477,8 @@ def _evaluate(lanes: KernelLanes, fn, node: Node, up):
         return None
     except (RecursionError, OverflowError, ValueError, TypeError, AttributeError):
         return None
-    offsets = [o if a else None for o, a in zip(p.offset, act)]
+    offsets = list(p.offset) if all(act) else \
+        [o if a else None for o, a in zip(p.offset, act)]
     if params and not counted and not _scales_threads(p.offset, lanes.cols):
         params = False          # an offset added to every thread: exact in every sample
     return offsets, width, params, p.region, uniform
@@ -579,8 +500,16 @@ def _scales_threads(offset, cols) -> bool:
 def _condition(lanes: KernelLanes, cond: Node | None, want: bool = True
                ) -> tuple | None:
     """The columns where the condition may be ``want`` (the parts of ``A && B`` the
-    engine evaluates, kernel_lanes_conditions), or None (nothing known)."""
-    return condition_mask(lambda leaf: _leaf(lanes, leaf), cond, want)
+    engine evaluates, kernel_lanes_conditions), or None (nothing known). Memoised per
+    engine: every access under one ``if`` asks it again (the answer depends only on the
+    engine's bindings and block, and ``_leaf`` leaves no thread axes behind)."""
+    if cond is None:
+        return None
+    memo = lanes.__dict__.setdefault("_race_conditions", {})
+    key = (cond.id, want)
+    if key not in memo:
+        memo[key] = condition_mask(lambda leaf: _leaf(lanes, leaf), cond, want)
+    return memo[key]
 
 
 def _leaf(lanes: KernelLanes, cond: Node) -> tuple | None:
@@ -601,44 +530,80 @@ def _reached(lanes: KernelLanes, fn, node: Node, up) -> tuple:
     ``if (c) return;`` statements of enclosing blocks, and the operators that evaluate
     it on one outcome (``t < n ? c[i] : 0``, ``t < n && c[i]``), where the engine
     evaluates them, in part (``t < n && pad[b]``) or whole."""
-    act = list(lanes.active0)
+    act = _around(lanes, node, up)
     for cond, want in expression_guards(node, fn.body):
         vec = _condition(lanes, cond, want)
         if vec is not None:
-            act = [a and bool(v) for a, v in zip(act, vec)]
+            act = _narrow(act, vec)
+    return act
+
+
+_ORDERED = object()     # _around's memo: under an if that reads an atomic's result
+
+
+def _narrow(act: tuple, vec: tuple) -> tuple:
+    """The columns of ``act`` (bools) where ``vec`` holds too."""
+    return tuple(map(and_, act, map(bool, vec)))
+
+
+def _around(lanes: KernelLanes, node: Node, up) -> tuple:
+    """The columns the statements around ``node`` let reach it (``_reached`` without
+    the operators inside its own expression). Memoised per node on the way up, per
+    engine: the accesses of one statement, and of one branch, share their ancestors,
+    and each used to re-apply every condition above it (fuzz seed 36's d1f8d7e713:
+    504 kernels, 4 accesses under one ``if`` each)."""
+    memo = lanes.__dict__.setdefault("_race_around", {})
+    path = []
     cur = node
     while True:
+        got = memo.get(cur.id)
+        if got is not None:
+            break
         parent = up(cur)
         if parent is None:
+            got = lanes.active0
             break
-        if parent.type == "if_statement":
-            if _ATOMIC.search(parent.child_by_field_name("condition").text or b""):
-                # "the last one to arrive" (atomicAdd(&count, 1) == n - 1): the atomic
-                # orders the access after the others' work
-                raise Opaque(parent)
-            cons = parent.child_by_field_name("consequence")
-            alt = parent.child_by_field_name("alternative")
-            in_cons = cons is not None and cons.id == cur.id
-            in_alt = alt is not None and alt.id == cur.id
-            if in_cons or in_alt:
-                vec = _condition(lanes, parent.child_by_field_name("condition"), in_cons)
-                if vec is not None:
-                    act = [a and bool(v) for a, v in zip(act, vec)]
-        elif parent.type in ("for_statement", "while_statement") and \
-                parent.child_by_field_name("body") is not None and \
-                parent.child_by_field_name("body").id == cur.id:
-            vec = _condition(lanes, parent.child_by_field_name("condition"))
-            if vec is not None:
-                act = [a and bool(v) for a, v in zip(act, vec)]
-        elif parent.type == "compound_statement":
-            for stmt in _exit_ifs(lanes, parent):
-                if stmt.start_byte >= cur.start_byte:
-                    break
-                vec = _condition(lanes, stmt.child_by_field_name("condition"), False)
-                if vec is not None:
-                    act = [a and bool(v) for a, v in zip(act, vec)]
+        path.append((cur, parent))
         cur = parent
-    return tuple(act)
+    for cur, parent in reversed(path):
+        if got is not _ORDERED:
+            got = _narrowed(lanes, got, cur, parent)
+        memo[cur.id] = got
+    if got is _ORDERED:
+        raise Opaque(node)
+    return got
+
+
+def _narrowed(lanes: KernelLanes, act: tuple, cur: Node, parent: Node):
+    """``act`` less the columns that ``parent`` keeps from its child ``cur``, or
+    _ORDERED."""
+    if parent.type == "if_statement":
+        if _ATOMIC.search(parent.child_by_field_name("condition").text or b""):
+            # "the last one to arrive" (atomicAdd(&count, 1) == n - 1): the atomic
+            # orders the access after the others' work
+            return _ORDERED
+        cons = parent.child_by_field_name("consequence")
+        alt = parent.child_by_field_name("alternative")
+        in_cons = cons is not None and cons.id == cur.id
+        in_alt = alt is not None and alt.id == cur.id
+        if in_cons or in_alt:
+            vec = _condition(lanes, parent.child_by_field_name("condition"), in_cons)
+            if vec is not None:
+                act = _narrow(act, vec)
+    elif parent.type in ("for_statement", "while_statement") and \
+            parent.child_by_field_name("body") is not None and \
+            parent.child_by_field_name("body").id == cur.id:
+        vec = _condition(lanes, parent.child_by_field_name("condition"))
+        if vec is not None:
+            act = _narrow(act, vec)
+    elif parent.type == "compound_statement":
+        for stmt in _exit_ifs(lanes, parent):
+            if stmt.start_byte >= cur.start_byte:
+                break
+            vec = _condition(lanes, stmt.child_by_field_name("condition"), False)
+            if vec is not None:
+                act = _narrow(act, vec)
+    return act
 
 
 def _exit_ifs(lanes: KernelLanes, block: Node) -> list[Node]:
