@@ -266,7 +266,14 @@ class UncoalescedGlobalAccess(Rule):
     the kernel count for the wasted-traffic condition, and the loops around the calls
     for the hot-region and hot-path gates. Measured on an H100 (tools/gputruth/memory.py
     --only fixtures/CL201/device_function.cu): 12, 12, 32, 16 and 16 sectors per request
-    for the five bindings, 4 for the coalesced one, as predicted.
+    for the five bindings, 4 for the coalesced one, as predicted. A device function
+    defined in a project header the file includes is followed the same way (nvcc
+    inlines it as if it were written in the file; library headers are never read), and
+    its finding is at the kernel's call, naming the access's place in the header ("in
+    `helpers.cuh` at line 3, column 12, called here"; metrics `in_header`): the figure
+    is the caller's, and the header's own lint has no kernel to give it. When the
+    callee budget stops before every call of a kernel was followed, the kernel claims
+    no unused bytes (the calls not followed may use them).
 
     Sibling accesses are reported once. Array-of-structs code touches a thread's record
     field by field (`out[2*i] = p.x; out[2*i+1] = p.y;`, `v[3*i]`, `v[3*i+1]`,
