@@ -174,6 +174,41 @@ def test_ambiguous_binding_is_not_guessed():
     assert extract_python_units(src2, "t.py").kernels == []
 
 
+def test_parts_appended_under_flags_give_one_kernel_per_way():
+    """cucim's regionprops kernels: `source +=` one part per `if compute_x:` and one
+    under `if compute_a or compute_c:`. Each assignment of the flags is a kernel (at
+    most 8); a part under a condition's opposite never joins its arm, and a condition
+    that is no boolean of plain names (or too many flags) reads nothing, as before."""
+    src = textwrap.dedent('''
+        import cupy as cp
+        def make(a, b):
+            code = "__global__ void k(float* o) {"
+            if a:
+                code += " o[0] = 1;"
+            if a or b:
+                code += " o[1] = 2;"
+            if not a:
+                code += " o[2] = 3;"
+            code += " }"
+            return cp.RawKernel(code, "k")
+    ''')
+    texts = sorted(k.text for k in extract_python_units(src, "t.py").kernels)
+    base = "__global__ void k(float* o) {"
+    assert texts == sorted([base + " o[2] = 3; }",                     # a=0, b=0
+                            base + " o[0] = 1; o[1] = 2; }",           # a=1
+                            base + " o[1] = 2; o[2] = 3; }"]), texts    # a=0, b=1
+    for k in extract_python_units(src, "t.py").kernels:
+        check_map(src, k)
+    many = src.replace("if a or b:", "if a or b or c or d:")   # 16 ways: not read
+    assert extract_python_units(many, "t.py").kernels == []
+    # conditions on different names are independent: 2 x 2 x 2 ways
+    other = src.replace("if a or b:", "if n > 2:").replace("if not a:", "if b:")
+    assert len({k.text for k in extract_python_units(other, "t.py").kernels}) == 8
+    # `if a:` beside `if n > 2 and not a:`: not all plain flags, and they share `a`
+    mixed = src.replace("if a or b:", "if n > 2 and not a:")
+    assert extract_python_units(mixed, "t.py").kernels == []
+
+
 def test_augmented_concatenation():
     src = 'import cupy as cp\nS = "__global__ "\nS += "void f(){}"\nk = cp.RawKernel(S, "f")\n'
     k = only(src)

@@ -124,11 +124,18 @@ class Scope:
                     self._block_end))
 
 
+MAX_CHAINS = 8          # the values branch_chains gives (calls.MAX_BRANCHES reads them all)
+
+
 def branch_chains(node: ast.AST, cands: list[Binding]) -> list[list[Binding]] | None:
-    """A name built with ``+=`` where some parts are appended in the two branches of
-    one ``if``/``else`` of the body (``code = ...; if c: code += a else: code += b;
-    code += ...``): the chain of bindings each branch gives, or None for any other
-    shape (an ``elif``, a plain assignment in a branch, parts in a loop body)."""
+    """A name built with ``+=`` where some parts are appended in the branches of
+    ``if`` statements of the body (``code = ...; if c: code += a else: code += b;
+    if d: code += e; code += ...``): the chain of bindings each way through them gives
+    (at most MAX_CHAINS), or None for any other shape (a plain assignment in a
+    branch, parts in a loop body or deeper than one ``if``). An ``elif`` is one more
+    way through its ``if``; ``if`` statements with the same condition (cucim's
+    ``if compute_bbox:`` around two parts) take the same way, so no chain mixes an
+    arm with its condition's opposite."""
     plain = [k for k, b in enumerate(cands) if not b.aug]
     if not plain or not cands[plain[-1]].direct or cands[plain[-1]].value is None:
         return None
@@ -136,20 +143,154 @@ def branch_chains(node: ast.AST, cands: list[Binding]) -> list[list[Binding]] | 
     nested = [b for b in rest if not b.direct and b.loop is None]
     if not nested or any(b.looped for b in nested):
         return None
-    ifs = [st for st in getattr(node, "body", []) if isinstance(st, ast.If)
-           and st.lineno <= nested[0].line <= (st.end_lineno or st.lineno)]
-    if len(ifs) != 1:
+    if any(not b.direct and b.loop is not None for b in rest):
         return None
-    branch = ifs[0]
-    if any(b.block not in (id(branch.body), id(branch.orelse)) for b in nested):
+    arms_of: dict[int, list[list[int]]] = {}    # if statement -> its arms' block ids
+    conds: dict[int, str] = {}
+    for st in getattr(node, "body", []):
+        if not isinstance(st, ast.If):
+            continue
+        arms = _arms(st)
+        if arms is None:
+            continue
+        arms_of[id(st)] = arms
+        conds[id(st)] = ast.dump(st.test)
+    block_if = {blk: key for key, arms in arms_of.items() for arm in arms for blk in arm}
+    used = []
+    for b in nested:
+        key = block_if.get(b.block)
+        if key is None:
+            return None                 # in a deeper if, a try, a with ...
+        if key not in used:
+            used.append(key)
+    by_flags = _flag_chains(node, used, first, rest)
+    if by_flags is not None:
+        return by_flags
+    # statements with one condition choose together: one choice per condition
+    groups: dict[str, list[int]] = {}
+    for key in used:
+        groups.setdefault(conds[key], []).append(key)
+    # groups whose conditions share a name may contradict (`if a:` and `if not a:`):
+    # choosing their arms independently would build a source no run builds
+    seen_names: set[str] = set()
+    for keys in groups.values():
+        names = {n.id for k in keys for n in ast.walk(_stmt(node, k).test)
+                 if isinstance(n, ast.Name)}
+        if names & seen_names:
+            return None
+        seen_names |= names
+    choices: list[list[frozenset[int]]] = []
+    for keys in groups.values():
+        n = {len(arms_of[k]) for k in keys}
+        if len(n) != 1:
+            return None
+        (count,) = n
+        choices.append([frozenset(blk for k in keys for blk in arms_of[k][a])
+                        for a in range(count)])
+    total = 1
+    for c in choices:
+        total *= len(c)
+        if total > MAX_CHAINS:
+            return None
+    out: list[list[Binding]] = [[]]
+    for c in choices:
+        out = [done + [arm] for done in out for arm in c]
+    chains = []
+    for picked in out:
+        taken = frozenset().union(*picked)
+        chains.append([first] + [b for b in rest if b.direct or b.block in taken])
+    return chains
+
+
+def _stmt(node: ast.AST, key: int) -> ast.If:
+    return next(st for st in getattr(node, "body", []) if id(st) == key)
+
+
+def _flag_chains(node: ast.AST, used: list[int], first: Binding, rest: list[Binding]
+                 ) -> list[list[Binding]] | None:
+    """When every condition of the ``if`` statements that build the name is a boolean
+    expression of a few plain names (``if compute_bbox:``, ``if compute_bbox or
+    compute_coordinate_sums:``, ``elif not fast:``), one chain per assignment of those
+    names (at most MAX_CHAINS): conditions that share a name then never disagree."""
+    stmts = {id(st): st for st in getattr(node, "body", []) if isinstance(st, ast.If)}
+    tests: list[ast.expr] = []
+    for key in used:
+        st = stmts[key]
+        while True:
+            tests.append(st.test)
+            if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.If):
+                st = st.orelse[0]
+                continue
+            break
+    names: list[str] = []
+    for t in tests:
+        got = _flag_names(t)
+        if got is None:
+            return None
+        names.extend(n for n in got if n not in names)
+    if not names or 2 ** len(names) > MAX_CHAINS:
         return None
-    around = [b for b in rest if b not in nested]
-    pre = [b for b in around if b.line < branch.lineno]
-    post = [b for b in around if b.line > (branch.end_lineno or branch.lineno)]
-    if len(pre) + len(post) != len(around):
-        return None
-    return [[first, *pre, *[b for b in nested if b.block == id(part)], *post]
-            for part in (branch.body, branch.orelse)]
+    chains: list[list[Binding]] = []
+    seen: set[tuple[int, ...]] = set()
+    for k in range(2 ** len(names)):
+        env = {n: bool(k >> i & 1) for i, n in enumerate(names)}
+        taken: set[int] = set()
+        for key in used:
+            st = stmts[key]
+            while True:
+                if _truth(st.test, env):
+                    taken.add(id(st.body))
+                    break
+                if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.If):
+                    st = st.orelse[0]
+                    continue
+                taken.add(id(st.orelse))
+                break
+        chain = [first] + [b for b in rest if b.direct or b.block in taken]
+        sig = tuple(id(b) for b in chain)
+        if sig not in seen:
+            seen.add(sig)
+            chains.append(chain)
+    return chains
+
+
+def _flag_names(test: ast.expr) -> list[str] | None:
+    if isinstance(test, ast.Name):
+        return [test.id]
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _flag_names(test.operand)
+    if isinstance(test, ast.BoolOp):
+        out: list[str] = []
+        for v in test.values:
+            got = _flag_names(v)
+            if got is None:
+                return None
+            out.extend(got)
+        return out
+    return None
+
+
+def _truth(test: ast.expr, env: dict[str, bool]) -> bool:
+    if isinstance(test, ast.Name):
+        return env[test.id]
+    if isinstance(test, ast.UnaryOp):
+        return not _truth(test.operand, env)
+    values = [_truth(v, env) for v in test.values]       # ast.BoolOp
+    return all(values) if isinstance(test.op, ast.And) else any(values)
+
+
+def _arms(st: ast.If) -> list[list[int]] | None:
+    """The statement lists one way through an ``if``/``elif``/``else`` runs, each as
+    the ids of its lists (an arm is one list; a missing ``else`` an empty one)."""
+    arms: list[list[int]] = []
+    while True:
+        arms.append([id(st.body)])
+        orelse = st.orelse
+        if len(orelse) == 1 and isinstance(orelse[0], ast.If):
+            st = orelse[0]
+            continue
+        arms.append([id(orelse)])
+        return arms
 
 
 def one_block(binds: list[Binding], cands: list[Binding], line: int
