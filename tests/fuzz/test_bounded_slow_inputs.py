@@ -160,3 +160,23 @@ def test_the_race_search_still_finds_a_neighbour_race():
         global_races.GlobalRaces).items
     assert [(r.threads, r.blocks, r.byte) for r in items] == [((1, 0), (0, 0), 4), ((0, 1), (0, 0), 4)], \
         [(r.threads, r.blocks, r.byte) for r in items]
+
+
+def test_a_compile_call_is_read_through_no_more_callers_than_are_kept(monkeypatch):
+    # fuzz python 2816d639cd: pycuda's reduction (fixtures/CL101) 18 times in one file;
+    # each compile call was read through 8 callers and each of those through 8 more (64
+    # readings) though the first 9 readings already gave the 8 kernels kept (1.7 s a pass)
+    from pathlib import Path
+    from cudalint.sources.python import calls
+    from cudalint.sources.python.extract import extract_python_units
+    src = (Path(__file__).resolve().parents[2] / "fixtures" / "CL101" /
+           "pycuda_reduction.py").read_text() * 10
+    reads = []
+    real = calls.Collector.kernels_of
+    monkeypatch.setattr(calls.Collector, "kernels_of",
+                        lambda self, *a, **k: reads.append(1) or real(self, *a, **k))
+    got = extract_python_units(src, "r.py").kernels
+    compile_calls = len({k.call_start for k in got})
+    assert compile_calls == 20
+    assert len(got) == compile_calls * calls.MAX_CALLERS       # as many kept as before
+    assert len(reads) <= compile_calls * (2 + calls.MAX_CALLERS), len(reads)
