@@ -233,3 +233,35 @@ def test_with_ptxas_every_finding_is_confirmed_by_its_stack_frame():
         assert "-byte stack frame on sm_90)" in d.message
         assert d.metrics["stack_frame_bytes"] in recorded.values()
     assert recorded["gather_const"] == 0
+
+
+def test_overloads_take_the_blocks_of_their_own_callers(tmp_path):
+    """Issue 14's triage, W1 (mmcv convex_iou's two `polygon_cut`): a device function's
+    block is that of the kernels calling *that* definition, told apart from an overload
+    by the call's argument count; before, the overloads pooled their callers (the
+    second overload cited the other kernel's launch, or got no block at all)."""
+    keep = ("__device__ inline int keep(float* p, int n{extra}) {{\n"
+            "  float kept[64];\n  int m = 0;\n"
+            "  for (int i = 0; i < n; i++) if (p[i] > 0) {{ kept[m] = p[i];{grad} m++; }}\n"
+            "  for (int i = 0; i < m; i++) p[i] = kept[i];\n  return m;\n}}\n")
+    (tmp_path / "kern.cuh").write_text(
+        keep.format(extra=", float* g", grad=" g[i] = 1;") + keep.format(extra="", grad="")
+        + "__global__ void with_grad(float* p, float* g, int n) { int t = blockIdx.x * "
+          "blockDim.x + threadIdx.x; keep(p + t * n, n, g + t * n); }\n"
+          "__global__ void plain(float* p, int n) { int t = blockIdx.x * blockDim.x + "
+          "threadIdx.x; keep(p + t * n, n); }\n")
+    (tmp_path / "launch.cu").write_text(
+        '#include "kern.cuh"\n'
+        "void run_plain(float* p, int n, int b) { plain<<<b, 64>>>(p, n); }\n"
+        "void run_grad(float* p, float* g, int n, int b) { with_grad<<<b, 256>>>(p, g, n); }\n")
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "cudalint", "check", str(tmp_path),
+                          "--no-cache", "--select", "CL204", "--output-format", "json"],
+                         capture_output=True, text=True, timeout=120)
+    found = {d["location"]["row"]: d for d in json.loads(out.stdout)}
+    assert sorted(found) == [4, 11], out.stdout
+    assert found[4]["metrics"]["block_threads"] == 256
+    assert "launch.cu at line 3" in found[4]["message"]
+    assert found[11]["metrics"]["block_threads"] == 64
+    assert "launch.cu at line 2" in found[11]["message"]

@@ -42,27 +42,47 @@ def fits_registers(nbytes: int | None) -> bool | None:
 def function_block(ctx: "UnitContext", fn: "Function") -> BlockShape | None:
     """The block ``fn`` runs with: its launch's for a kernel; for a device function,
     the one block shape of the kernels of this unit that reach it through calls (None:
-    unknown, no such kernel, or kernels with different block sizes)."""
+    unknown, no such kernel, or kernels with different block sizes). A call reaches the
+    definition of its name with as many parameters as it has arguments: overloads
+    (mmcv's two `polygon_cut`, one per kernel) are told apart; two definitions a call
+    count cannot tell apart leave the block unknown."""
     if fn.is_kernel:
         return block_shape(ctx, fn)
-    callers: dict[str, list["Function"]] = {}
+    arity: dict[tuple[str, int], int] = {}
+    for g in ctx.model.functions:
+        if g.body is not None and g.is_device:
+            key = (g.name, len(g.params))
+            arity[key] = arity.get(key, 0) + 1
+    if arity.get((fn.name, len(fn.params)), 0) != 1:
+        return None
+    callers: dict[tuple[str, int], list["Function"]] = {}
     for g in ctx.model.functions:
         if g.body is None or not g.is_device:
             continue
-        for callee in {text(c) for c in g.nodes_in("callee")}:
-            callers.setdefault(callee, []).append(g)
+        for c in g.nodes_in("callee"):
+            call = c.parent
+            args = call.child_by_field_name("arguments") if call is not None else None
+            n = len([a for a in args.named_children if a.type != "comment"]) \
+                if args is not None else -1
+            callers.setdefault((text(c), n), [])
+            if g not in callers[(text(c), n)]:
+                callers[(text(c), n)].append(g)
     kernels: list["Function"] = []
-    seen = {fn.name}
-    frontier = [fn.name]
+    start = (fn.name, len(fn.params))
+    seen = {start}
+    frontier = [start]
     for _ in range(_MAX_CALLER_DEPTH):
         nxt = []
-        for name in frontier:
-            for g in callers.get(name, []):
+        for key in frontier:
+            for g in callers.get(key, []):
                 if g.is_kernel:
-                    kernels.append(g)
-                elif g.name not in seen:
-                    seen.add(g.name)
-                    nxt.append(g.name)
+                    if g not in kernels:
+                        kernels.append(g)
+                    continue
+                gk = (g.name, len(g.params))
+                if gk not in seen:
+                    seen.add(gk)
+                    nxt.append(gk)
         frontier = nxt
         if not frontier:
             break
