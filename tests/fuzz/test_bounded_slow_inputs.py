@@ -180,3 +180,18 @@ def test_a_compile_call_is_read_through_no_more_callers_than_are_kept(monkeypatc
     assert compile_calls == 20
     assert len(got) == compile_calls * calls.MAX_CALLERS       # as many kept as before
     assert len(reads) <= compile_calls * (2 + calls.MAX_CALLERS), len(reads)
+
+
+def test_the_calls_of_a_unit_are_found_without_walking_down_to_each():
+    # fuzz seed 33's fix_cuda 69375b93a4: 2,762 calls 28,000 levels deep; Node.parent
+    # walks down from the root, so the unit's call index took 1.5 s a lint (6,000 nested
+    # calls: about 1 s)
+    ctx = _ctx("__global__ void k(int* o) { o[0] = " + "f(" * 6_000 + "1" + ")" * 6_000 +
+               "; }\n")
+    callees = ctx.model.nodes("callee")
+    t = time.process_time()
+    calls = ctx.calls
+    assert time.process_time() - t < 0.25
+    assert len(calls["f"]) == len(callees) == 6_000
+    some = callees[:20] + callees[-20:]         # the parents of all would take a second
+    assert [c.id for c in calls["f"][:20] + calls["f"][-20:]] == [n.parent.id for n in some]
