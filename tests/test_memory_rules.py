@@ -783,3 +783,25 @@ def test_by_value_message_with_and_without_exceptions():
             "void h(const float* a, float* o, int ld) { k<<<1, dim3(16, 16)>>>(a, o, ld); }\n")
     (d,) = _cl201(four, every=False)
     assert "but 0, 1, 2 or 3)" in d.message and d.metrics["sectors_per_request"] == 16
+
+
+def test_one_record_read_in_several_places_is_one_finding():
+    """Issue 14's triage, D1 (gsplat camera_kernel_backward.cu 870, 887, 924): a kernel
+    reads 6 of each 9-float scratch record in three places split by branches; the three
+    groups share one waste figure (over all the kernel's accesses to the records) and
+    one remedy: said once, at the first, naming the other lines. Another record (32
+    records on) or another pointer stays a finding of its own."""
+    src = ("__global__ void k(const float* s, float* out, int n, int f) {\n"
+           "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "  if (i >= n) return;\n"
+           "  int off = i * 9;\n"
+           "  float a = s[off + 5];\n"
+           "  if (f > 1) a += s[off + 0] * s[off + 1];\n"
+           "  if (f > 2) a += s[off + 2] + s[off + 3] * s[off + 4];\n"
+           "  out[i] = a; }\n"
+           "void go(const float* s, float* o, int n, int f) { k<<<n / 256, 256>>>(s, o, n, f); }\n")
+    (d,) = _cl201(src, every=False)
+    assert d.row == 5 and d.metrics["record_rows"] == [6, 7], (d.row, d.metrics)
+    assert "reads the same records again at lines 6 and 7 (one finding for them)" \
+        in d.message
+    assert d.metrics["warp_used_bytes"] == 768 and d.metrics["warp_fetched_bytes"] == 1152

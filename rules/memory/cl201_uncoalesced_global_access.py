@@ -10,7 +10,8 @@ from cudalint.analysis.memory.lane_values import PARAM_SAMPLES
 from cudalint.analysis.memory.lanes import LaneAnalysis
 from cudalint.analysis.memory.loops import hot, row_walk_loop, whole_record_loop
 from cudalint.model.preproc import not_for_modern_cuda
-from cudalint.analysis.memory.siblings import SiblingGroup, access_row, group_siblings
+from cudalint.analysis.memory.siblings import (SiblingGroup, access_row, constant_distance,
+                                               group_siblings)
 from cudalint.analysis.memory.siblings import direction as _direction
 from cudalint.analysis.memory.symbolic import coalescing_figures_by_value, large_value_samples
 from cudalint.analysis.memory.repeated_loads import repeated_load
@@ -294,7 +295,11 @@ class UncoalescedGlobalAccess(Rule):
     covers whole records, the remedy says so: one 8- or 16-byte vector access for
     records of that size at record-aligned offsets, otherwise SoA or staging through
     shared memory. Two arrays, two strides, the next record (`p[2*i]`, `p[2*i+64]`) or
-    siblings split by a barrier or a branch are reported separately.
+    siblings split by a barrier or a branch are reported separately, except that groups
+    of one kernel on the same records whose bytes the kernel leaves unused share one
+    waste figure and one remedy: they are one finding, at the first, which names the
+    other lines ("the kernel reads the same records again at lines 887 and 924";
+    metrics `record_rows`).
 
     ## Why is this bad?
     A warp's load is served in 32-byte sectors. When consecutive lanes read addresses
@@ -388,6 +393,7 @@ class UncoalescedGlobalAccess(Rule):
             if work is not None and not self.report_whole_records:
                 continue
             found.append((group.first, self._finding(ctx, group, waste, work)))
+        found = _one_per_record(ctx, found)
         yield from merge_reached(at_the_call(ctx, found))   # alike from several kernels: once
 
     # every uncoalesced access, also records read whole once and accesses outside the
@@ -639,6 +645,48 @@ def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
                 "text": f"the kernel uses whole records, but the loop{at} reads them again "
                         f"on every pass ({_MEASURED_REREAD})"}
     return None
+
+
+def _one_per_record(ctx, found: list) -> list:
+    """One finding per record: groups of one kernel that read (or write) the same
+    records in several places (gsplat's backward kernels read a 36-byte scratch record
+    in three pieces, lines 870, 887 and 924) share one waste figure, computed over all
+    of the kernel's accesses to those records; they are said once, at the first, which
+    names the other places (metrics ``record_rows``). Each place's own figures are the
+    same; the remedy (SoA, or one staged read) is one change."""
+    out: list = []
+    first: dict[tuple, tuple] = {}
+    for access, finding in found:
+        m = finding.metrics
+        if m.get("wasted") != "unused_bytes" or access.reached is not None:
+            out.append((access, finding))
+            continue
+        key = (id(root_kernel(access)), access.region, _direction(access),
+               m.get("stride_bytes"), m.get("warp_used_bytes"), m.get("warp_fetched_bytes"),
+               access.block.describe())
+        head = first.get(key)
+        stride = m.get("stride_bytes")
+        distance = constant_distance(head[0], access) if head is not None else None
+        if head is None or distance is None or not stride or abs(distance) >= abs(stride):
+            # another record (`p[2 * i]` then `p[2 * i + 64]`: 32 records on): its own
+            if head is None:
+                first[key] = (access, finding)
+            out.append((access, finding))
+            continue
+        rows = head[1].metrics.setdefault("record_rows", [])
+        row = ctx.line(access.node)
+        if row not in rows and row != ctx.line(head[0].node):
+            rows.append(row)
+    for access, finding in out:
+        rows = finding.metrics.get("record_rows")
+        if rows:
+            verb = {"store": "writes", "load": "reads"}.get(_direction(access), "accesses")
+            where = ", ".join(map(str, rows[:-1])) + (" and " if len(rows) > 1 else "") + \
+                str(rows[-1])
+            finding.message += (f"; the kernel {verb} the same records again at "
+                                f"line{'s' if len(rows) > 1 else ''} {where} "
+                                "(one finding for them)")
+    return out
 
 
 def _work_metrics(ctx, work) -> dict:
