@@ -629,6 +629,10 @@ def test_launch_constant_binds_the_parameter():
     (d,) = _cl201(two, every=False)
     assert not d.metrics["exact"] and "bound" not in d.metrics
     assert "for any `cols` >= 8" in d.message
+    # the remedy speaks of the run-time stride, not of its value at the threshold
+    # (issue 14's triage, D2: apex's "every 32nd element" for `stride`)
+    assert "lanes read elements `cols` apart (records of `cols` elements)" in d.message
+    assert "every 8th element" not in d.message
 
 
 _ROWS = ("template <int SW, int LOGSW>\n"

@@ -465,7 +465,8 @@ class UncoalescedGlobalAccess(Rule):
                 stride = fig["stride_bytes_per_unit"] * max(by["from"], 1) + \
                     fig["stride_bytes_offset"]
             remedy = _remedy(access, stride if stride is not None else
-                             fig.get("x_stride_bytes"))
+                             fig.get("x_stride_bytes"),
+                             _symbolic_elements(fig, by, access.width))
         why = f"; {waste['text']}" if waste else ""
         scan = early_break_scan(access) if kind == "store" else None
         if scan is not None:
@@ -780,7 +781,20 @@ def _group_remedy(access, group: SiblingGroup) -> str | None:
 _VECTORS = {4: "char4/__half2", 8: "float2/int2/uint2", 16: "float4/int4/uint4"}
 
 
-def _remedy(access, stride) -> str:
+def _symbolic_elements(fig: dict, by: dict | None, width: int) -> str | None:
+    """The lane stride in elements as the source writes it (`` `stride` ``, ``3 *
+    `n` ``) when it is a run-time value: the remedy then says "every `stride`-th
+    element", not the count at the smallest value the figure holds for (issue 14's
+    triage, D2: "every 32nd element" for apex's run-time `stride`)."""
+    if by is None or "stride_bytes_per_unit" not in fig or not width:
+        return None
+    unit, offset = fig["stride_bytes_per_unit"], fig["stride_bytes_offset"]
+    if unit % width or offset % width:
+        return None
+    return _linear(unit // width, f"`{by['param']}`", offset // width)
+
+
+def _remedy(access, stride, elements: str | None = None) -> str:
     verb = "write" if access.is_store and not access.is_load else "read"
     if access.struct_field:
         return (f"store `{access.struct_field}` in an array of its own (SoA instead of "
@@ -795,6 +809,10 @@ def _remedy(access, stride) -> str:
                     f"{verb} them with one vector access ({_VECTORS[stride]} through "
                     f"reinterpret_cast) instead of {k} scalar ones; otherwise let "
                     f"consecutive lanes {verb} consecutive elements")
+        if elements is not None:
+            return (f"lanes {verb} elements {elements} apart (records of {elements} "
+                    f"elements): keep each component in an array of its own (SoA), or "
+                    f"stage the records through shared memory")
         return (f"lanes {verb} every {_ordinal(k)} element (records of {k}): keep each component "
                 f"in an array of its own (SoA), or stage the records through shared memory")
     return (f"let consecutive lanes {verb} consecutive elements, or have each lane {verb} "
