@@ -149,6 +149,17 @@ def _on_sigint(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def _unraisable(args) -> None:
+    """sys.unraisablehook on the command line: a KeyboardInterrupt that Python could not
+    raise (it landed in a weakref callback or a ``__del__``) ends the run now, quietly,
+    instead of printing "Exception ignored in ..." and going on; anything else is
+    reported as Python reports it."""
+    if args.exc_type is not None and issubclass(args.exc_type, KeyboardInterrupt):
+        _hard_exit()
+        return                          # main is ending the run already
+    sys.__unraisablehook__(args)
+
+
 def _hard_exit() -> None:
     """The interrupt was swallowed: kill the worker processes and the libclang helper,
     say so in one line and exit 130 without unwinding."""
@@ -194,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         previous = None
     _SIGINT["raised"] = False
     _SIGINT["watchdog"] = command_line and previous is not None
+    if _SIGINT["watchdog"]:
+        sys.unraisablehook = _unraisable
     try:
         code = _main(argv)
         if _SIGINT["raised"]:     # an interrupt some guard took for a failure

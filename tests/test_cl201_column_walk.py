@@ -150,7 +150,8 @@ def test_fixture_messages():
     field = found[89]                               # d[r * m + 2]: one field of records
     assert field.metrics["wasted"] == "unused_bytes"
     assert "of the 1024 bytes a warp moves here, the kernel reads 128" in field.message
-    assert "records of 8" in field.message and "column" not in field.message
+    # the run-time stride named (f00bc06), not its value at the threshold
+    assert "records of `m` elements" in field.message and "column" not in field.message
     assert 79 not in found                          # a 3-float record read whole
 
 

@@ -141,10 +141,11 @@ def test_workers_die_with_a_killed_parent(project, jobs):
 
 
 def test_an_interrupt_python_swallows_still_ends_the_run(tmp_path):
-    """A KeyboardInterrupt raised inside a weakref callback or a ``__del__`` is printed as
-    "Exception ignored" and lost (CI saw one in WeakKeyDictionary's callback: the run went
-    on for seconds). The command line's watchdog ends the process anyway: exit 130, one
-    line, within about a second."""
+    """A KeyboardInterrupt raised inside a weakref callback or a ``__del__`` is lost:
+    Python prints "Exception ignored" and goes on (CI saw one in WeakKeyDictionary's
+    callback: the run went on for seconds, then printed that traceback). On the command
+    line the unraisable hook ends the run at once (a watchdog a second later if even
+    that is missed): exit 130, the one line, nothing else."""
     script = tmp_path / "swallow.py"
     script.write_text(
         "import signal, sys, time\n"
@@ -165,8 +166,6 @@ def test_an_interrupt_python_swallows_still_ends_the_run(tmp_path):
                        timeout=30)
     took = time.monotonic() - start_at
     err = p.stderr.decode(errors="replace")
-    assert "Exception ignored" in err, err        # the interrupt was really swallowed
     assert p.returncode == 130, (p.returncode, err)
-    assert err.strip().splitlines()[-1] == "cudalint: interrupted", err
-    assert err.count("cudalint: interrupted") == 1, err
+    assert err == "cudalint: interrupted\n", err
     assert took < 10, took

@@ -19,7 +19,9 @@ from cudalint.analysis.memory.staging import staging_load
 from cudalint.analysis.memory.traffic import fetched_and_used, rereading_loop
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
-
+from cudalint.rules.memory._cl201_text import (_column_walk_remedy, _column_walk_text,
+                                              _group_remedy, _linear, _remedy, _rows_text,
+                                              _symbolic_elements)
 
 
 # The longest row a thread may walk across a loop and still cost nothing measurable: on an
@@ -541,47 +543,6 @@ def _row_walk_measure(fig: dict) -> str:
                 f"fewer walked this way ran as fast as a column-major layout and rows of "
                 f"32 floats or more 2.4-2.8x slower: in between nothing was measured")
     return _MEASURED_ROW_WALK
-# fixtures/CL201/column_walk.json (tools/gputruth/column_walk.py), 256 MB of floats;
-# tests/test_cl201_column_walk.py checks these figures against the record
-_MEASURED_COLUMN_BLOCK = ("measured on an H100 for loads (a 32x32 block per frame), DRAM "
-                          "moved the useful bytes, but the walk took 2.2-2.8x the time "
-                          "of the lanes on the contiguous index")
-_MEASURED_COLUMN_GRID = ("measured on an H100 for loads with the neighbours a grid row "
-                         "apart (blockIdx.y), the blocks that read them ran too far apart "
-                         "for the caches to keep the sectors: DRAM moved 8-16x the useful "
-                         "bytes, and the walk took 3.4-8.7x the time of the lanes on "
-                         "consecutive elements")
-
-
-def _column_walk_text(near, fig: dict, direction: str | None) -> str:
-    """The waste of a column walk whose sectors other warps or blocks use."""
-    count = f"{fig['sectors_per_request']:g}"
-    verb = {"store": "write", "load": "read"}.get(direction, "update")
-    if near.in_block:
-        return (f"lanes walk down a column, and other warps of the block {verb} the "
-                f"neighbouring elements of each sector (the next values of `{near.name}`, "
-                f"from {near.axis}): the bytes are used, but each request costs {count} "
-                f"L1 sectors where {fig['ideal_sectors_per_request']} would do: "
-                f"{_MEASURED_COLUMN_BLOCK}")
-    untested = "" if near.axis == "blockIdx.y" else \
-        f"; neighbours in {near.axis} were not measured"
-    return (f"lanes walk down a column, and other blocks {verb} the neighbouring elements "
-            f"of each sector (the next values of `{near.name}`, from {near.axis}), not "
-            f"this warp: {_MEASURED_COLUMN_GRID}{untested}")
-
-
-def _column_walk_remedy(waste: dict, kind: str) -> str:
-    verb = "write" if kind == "store" else "read"
-    name, axis = waste["neighbour_index"], waste["neighbour_axis"]
-    if axis.startswith("threadIdx"):
-        return (f"put the lanes on the contiguous index: swap the roles of threadIdx.x "
-                f"and {axis} so that consecutive lanes {verb} consecutive values of "
-                f"`{name}`, or transpose through a shared-memory tile")
-    return (f"put the lanes on the contiguous index: let consecutive lanes {verb} "
-            f"consecutive values of `{name}` (threadIdx.x for it, {axis} for the index "
-            f"the lanes walk now), or transpose through a shared-memory tile")
-
-
 _MEASURED_REREAD = ("records read whole once cost what structure-of-arrays costs; a "
                     "farthest-point-sampling loop re-reading them gained 12% from SoA, a "
                     "plain re-read loop measured within 1% on an H100: profile first")
@@ -709,111 +670,3 @@ def _mappable(ctx, node) -> bool:
         return True
     except Exception:           # a position the source layer cannot map
         return False
-
-
-def _linear(a: int, name: str, b: int) -> str:
-    """``4 * `cols```, ``4 * `cols` + 4``."""
-    head = name if a == 1 else f"{a} * {name}"
-    if b:
-        return f"{head} {'+' if b > 0 else '-'} {abs(b)}"
-    return head
-
-
-def _rows_text(rows: list[int | None]) -> str:
-    """`` (line 41)``, `` (lines 41-42)``, `` (lines 41-45, 47)``."""
-    known = sorted({r for r in rows if r is not None})
-    if not known:
-        return ""
-    runs: list[list[int]] = []
-    for r in known:
-        if runs and r == runs[-1][1] + 1:
-            runs[-1][1] = r
-        else:
-            runs.append([r, r])
-    parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in runs]
-    return f" (line{'s' if len(known) > 1 else ''} {', '.join(parts)})"
-
-
-def _ordinal(k: int) -> str:
-    if 10 <= k % 100 <= 20:
-        return f"{k}th"
-    return f"{k}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
-
-
-def _group_remedy(access, group: SiblingGroup) -> str | None:
-    """The remedy when the group shows how each lane uses its record."""
-    verb = {"store": "write", "load": "read"}.get(_direction(access), "update")
-    stride, width = group.stride, access.width
-    if access.struct_field:
-        fields = []
-        for a in group.members:
-            if a.struct_field and a.struct_field not in fields:
-                fields.append(a.struct_field)
-        names = ", ".join(f"`{f}`" for f in fields)
-        return (f"each lane {verb}s {names} of its record one field at a time: store the "
-                f"fields in arrays of their own (SoA instead of an array of structs)")
-    if stride >= 128 or stride % width:
-        return None
-    k, n = stride // width, len(group.members)
-    if not group.covers_record():
-        return None
-    every = "both" if k == 2 else f"all {k}"
-    phases = group.record_phases()
-    if stride in _VECTORS and phases == {0}:
-        return (f"each lane {verb}s {every} elements of its {stride}-byte record with {n} "
-                f"scalar accesses: {verb} them with one vector access "
-                f"({_VECTORS[stride]} through reinterpret_cast; the base pointer must be "
-                f"{stride}-byte aligned)")
-    if stride in _VECTORS and len(phases) > 1:
-        return (f"each lane {verb}s {every} elements of its {stride}-byte record with {n} "
-                f"scalar accesses: {verb} them with one vector access "
-                f"({_VECTORS[stride]} through reinterpret_cast) if the records are "
-                f"{stride}-byte aligned (here that depends on values the kernel receives), "
-                f"otherwise keep each component in an array of its own (SoA)")
-    pad = (" or pad the records to 16 bytes and use one float4/int4 access,"
-           if stride < 16 and width == 4 else "")
-    return (f"each lane {verb}s {every} elements of its {stride}-byte record with {n} "
-            f"scalar accesses: keep each component in an array of its own (SoA),{pad} or "
-            f"stage the block's records through shared memory with consecutive lanes "
-            f"copying consecutive elements")
-
-
-_VECTORS = {4: "char4/__half2", 8: "float2/int2/uint2", 16: "float4/int4/uint4"}
-
-
-def _symbolic_elements(fig: dict, by: dict | None, width: int) -> str | None:
-    """The lane stride in elements as the source writes it (`` `stride` ``, ``3 *
-    `n` ``) when it is a run-time value: the remedy then says "every `stride`-th
-    element", not the count at the smallest value the figure holds for (issue 14's
-    triage, D2: "every 32nd element" for apex's run-time `stride`)."""
-    if by is None or "stride_bytes_per_unit" not in fig or not width:
-        return None
-    unit, offset = fig["stride_bytes_per_unit"], fig["stride_bytes_offset"]
-    if unit % width or offset % width:
-        return None
-    return _linear(unit // width, f"`{by['param']}`", offset // width)
-
-
-def _remedy(access, stride, elements: str | None = None) -> str:
-    verb = "write" if access.is_store and not access.is_load else "read"
-    if access.struct_field:
-        return (f"store `{access.struct_field}` in an array of its own (SoA instead of "
-                f"an array of structs)")
-    if stride is not None and stride >= 128:
-        return (f"let consecutive lanes {verb} consecutive addresses, e.g. transpose "
-                f"through a shared-memory tile for column walks")
-    if stride is not None and stride > access.width and stride % access.width == 0:
-        k = stride // access.width
-        if stride in _VECTORS:
-            return (f"if each lane {verb}s the {k} elements of its {stride}-byte record, "
-                    f"{verb} them with one vector access ({_VECTORS[stride]} through "
-                    f"reinterpret_cast) instead of {k} scalar ones; otherwise let "
-                    f"consecutive lanes {verb} consecutive elements")
-        if elements is not None:
-            return (f"lanes {verb} elements {elements} apart (records of {elements} "
-                    f"elements): keep each component in an array of its own (SoA), or "
-                    f"stage the records through shared memory")
-        return (f"lanes {verb} every {_ordinal(k)} element (records of {k}): keep each component "
-                f"in an array of its own (SoA), or stage the records through shared memory")
-    return (f"let consecutive lanes {verb} consecutive elements, or have each lane {verb} "
-            f"its elements with one vector access (float2/float4)")
