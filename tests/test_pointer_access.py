@@ -11,7 +11,7 @@ from cudalint.engine import lint_text
 from cudalint.parse import captures, parse, text
 from cudalint.sources.base import SourceFile, Unit
 
-DEEP = 3000          # well past sys.getrecursionlimit()
+DEEP = 2000          # well past sys.getrecursionlimit(), within MAX_USES
 
 
 def _ctx(src: str) -> UnitContext:
