@@ -155,3 +155,22 @@ def test_the_cli_reports_the_call_in_json(project):
     found = json.loads(out.stdout)
     assert [(Path(d["filename"]).name, d["location"]["row"], d["location"]["column"])
             for d in found] == [("k.cu", 4, 25)], out.stdout
+
+
+def test_a_namespaced_helper_is_followed(tmp_path):
+    """`util::second(p, i)`, defined in a namespace of a header (or of the file): the
+    call is followed by the function's own name, as a plain call is (it was not, in
+    the file either)."""
+    (tmp_path / "h.cuh").write_text(
+        "#pragma once\nnamespace util {\ntemplate <typename T>\n"
+        "__device__ __forceinline__ T second(const T* p, int i) { return p[4 * i + 1]; }\n"
+        "}\n")
+    (tmp_path / "k.cu").write_text(
+        '#include "h.cuh"\n'
+        "__global__ void k(const float* p, float* o, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) o[i] = util::second(p, i);\n}\n"
+        "void go(const float* p, float* o, int n) { k<<<n / 128, 128>>>(p, o, n); }\n")
+    (d,) = [d for d in _lint(tmp_path, "k.cu") if d.code == "CL201"]
+    assert (d.row, d.column) == (4, 21) and d.metrics["sectors_per_request"] == 16
+    assert d.metrics["in_header"]["line"] == 4

@@ -160,9 +160,18 @@ def _device_calls(ctx: "UnitContext", fn: "Function", body: Node
     if b"<" in (body.text or b""):
         calls += [c for c in captures(
             "(call_expression function: (template_function)) @c", body).get("c", [])]
+    if b"::" in (body.text or b""):
+        # `util::second(p, i)`: a function of a namespace, found by its own name (the
+        # one definition of that name and arity the unit holds, as for a plain call)
+        calls += [c for c in captures(
+            "(call_expression function: (qualified_identifier)) @c", body).get("c", [])]
     out = []
     for call in sorted(calls, key=lambda n: n.start_byte):
         fnode = call.child_by_field_name("function")
+        while fnode is not None and fnode.type == "qualified_identifier":
+            fnode = fnode.child_by_field_name("name")
+        if fnode is None:
+            continue
         name = text(fnode.child_by_field_name("name") if fnode.type == "template_function"
                     else fnode)
         args = call.child_by_field_name("arguments")
