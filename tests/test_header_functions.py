@@ -174,3 +174,28 @@ def test_a_namespaced_helper_is_followed(tmp_path):
     (d,) = [d for d in _lint(tmp_path, "k.cu") if d.code == "CL201"]
     assert (d.row, d.column) == (4, 21) and d.metrics["sectors_per_request"] == 16
     assert d.metrics["in_header"]["line"] == 4
+
+
+def test_lines_inside_the_header_are_not_told_as_lines_of_the_file(tmp_path):
+    """kaolin's `identify_multiscale` (spc_utils.cuh) writes each thread's row of
+    `level + 1` ints in a loop: the message said "the loop at line 21", a line of the
+    header read as one of query_cuda.cu (the #include's). Lines of appended text are
+    left out; the place in the header is given once, at the end."""
+    (tmp_path / "spc.cuh").write_text(
+        "#pragma once\n\n\n"
+        "__device__ void rows(int* out, int level) {\n"
+        "    for (int j = 0; j < level; j++) {\n"
+        "        out[j + 1] = j;\n"
+        "    }\n}\n")
+    (tmp_path / "q.cu").write_text(
+        '#include "spc.cuh"\n'
+        "__global__ void q(int* pidx, int level, int n) {\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < n) rows(pidx + i * (level + 1), level);\n}\n"
+        "void go(int* p, int l, int n) { q<<<n / 256, 256>>>(p, l, n); }\n")
+    found = [d for d in _lint(tmp_path, "q.cu") if d.code == "CL201"]
+    assert len(found) == 1, [d.message for d in found]
+    (d,) = found
+    assert d.row == 4 and "loop at line" not in d.message, d.message
+    assert "across the loop" in d.message
+    assert d.message.endswith("(in `spc.cuh` at line 6, column 9, called here)")

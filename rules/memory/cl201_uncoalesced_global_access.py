@@ -665,6 +665,8 @@ def _work_metrics(ctx, work) -> dict:
 
 
 def _mappable(ctx, node) -> bool:
+    if ctx.unit.spliced and ctx.unit.spliced_piece(node.start_byte) is not None:
+        return False        # a header's text appended to the unit: not this file's line
     try:
         ctx.unit.file.position(ctx.unit.file_offset(node.start_byte))
         return True
