@@ -171,7 +171,11 @@ def _hard_exit() -> None:
             child.kill()
     except Exception:
         pass
-    code = _interrupted()
+    _flushed_exit(_interrupted())
+
+
+def _flushed_exit(code: int) -> None:
+    """End the process now (no unwinding, no exit handlers) with what was printed out."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -222,12 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         if command_line:
             # exit here: CPython ends a process whose KeyboardInterrupt it saw anywhere
             # with a SIGINT of its own at shutdown (subprocess sees -2, not 130)
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except (OSError, ValueError):
-                    pass
-            os._exit(code)
+            _flushed_exit(code)
         return code
     finally:
         if command_line:

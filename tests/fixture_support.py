@@ -8,7 +8,9 @@ comma-separated. Every finding of a rule in its fixture files must be on an anno
 """
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,6 +20,23 @@ from cudalint.sources.base import file_kind
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
+
+
+def gputruth(name: str, module: str | None = None):
+    """The GPU-truth script ``tools/gputruth/<name>.py`` as a module (registered under
+    ``module``, default ``name``: dataclasses look their module up): the tests check the
+    linter against the records these scripts wrote on the GPU, and reuse their parsers."""
+    module = module or name
+    if module in sys.modules:
+        return sys.modules[module]
+    spec = importlib.util.spec_from_file_location(
+        module, ROOT / "tools" / "gputruth" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[module] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 _ANNOT = re.compile(r"(?://|#)\s*(ruleid|ok)\s*:\s*(CL\d{3}(?:\s*,\s*CL\d{3})*)")
 
 

@@ -6,9 +6,7 @@ and remedies of the findings against the H100 records of the same lane patterns
 (fixtures/CL202/truth.json)."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,14 +18,10 @@ from cudalint.analysis.memory.loops import vector_access
 from cudalint.config import Settings
 from cudalint.context import UnitContext
 from cudalint.sources.base import SourceFile, Unit
-from fixture_support import expectations, lint_fixture
+from fixture_support import expectations, gputruth, lint_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location(
-    "merged_statements_truth", ROOT / "tools" / "gputruth" / "merged_statements.py")
-truth = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("merged_statements_truth", truth)
-_spec.loader.exec_module(truth)
+truth = gputruth("merged_statements", "merged_statements_truth")
 
 FIXTURE = truth.FIXTURE
 RECORD = json.loads(truth.RECORD.read_text())

@@ -7,22 +7,16 @@ scalar LDS where it did not (``#pragma unroll 1``, a first element off 16-byte
 alignment)."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from cudalint.config import Settings
-from fixture_support import lint_fixture
+from fixture_support import gputruth, lint_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location(
-    "readonly_sass", ROOT / "tools" / "gputruth" / "readonly_sass.py")
-truth = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("readonly_sass", truth)
-_spec.loader.exec_module(truth)
+truth = gputruth("readonly_sass")
 
 PROBLEM = truth.tools_problem()
 FIXTURE = ROOT / "fixtures" / "CL202" / "vectorised.cu"

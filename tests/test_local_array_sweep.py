@@ -6,21 +6,14 @@ recorded with nvcc; the comparison needs no nvcc). Also: --ptxas / --ptxas-log c
 drop each finding by the kernel's stack frame."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 from cudalint.config import PtxasSettings, Settings
 from cudalint.engine import lint_text
+from fixture_support import gputruth
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location(
-    "local_array_sweep", ROOT / "tools" / "gputruth" / "local_array_sweep.py")
-sweep = importlib.util.module_from_spec(_spec)
-sys.modules["local_array_sweep"] = sweep
-_spec.loader.exec_module(sweep)
+sweep = gputruth("local_array_sweep")
 
 
 def test_cl204_reports_exactly_the_kernels_ptxas_gave_a_stack_frame():

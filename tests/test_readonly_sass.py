@@ -16,19 +16,15 @@ nvcc version produced them.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from fixture_support import gputruth
+
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location(
-    "readonly_sass", ROOT / "tools" / "gputruth" / "readonly_sass.py")
-truth = importlib.util.module_from_spec(_spec)
-sys.modules["readonly_sass"] = truth
-_spec.loader.exec_module(truth)
+truth = gputruth("readonly_sass")
 
 PROBLEM = truth.tools_problem()
 needs_tools = pytest.mark.skipif(PROBLEM is not None, reason=f"SASS check skipped: {PROBLEM}")
@@ -174,10 +170,7 @@ def test_sass_parsing_reads_constant_forms():
 def test_split_vector_load_counts_hold_on_random_kernels(tmp_path):
     # tools/gputruth/vector_split_fuzz.py: random orders of field loads and stores,
     # compared with nvcc's PTX as written and with __restrict__
-    spec = importlib.util.spec_from_file_location(
-        "vector_split_fuzz", ROOT / "tools" / "gputruth" / "vector_split_fuzz.py")
-    fuzz = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fuzz)
+    fuzz = gputruth("vector_split_fuzz")
     got = fuzz.run_seed(11, 100, tmp_path)
     assert got["wrong"] == 0, got["wrong_cases"]
     assert got["split_load_right"] >= 25 and got["missed"] <= 15, got
