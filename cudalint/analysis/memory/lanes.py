@@ -144,41 +144,49 @@ def launch_bindings(ctx: "UnitContext", fn: "Function") -> dict[str, tuple[int, 
         launches = [l for l in launches if l.node.id in ids]
         if not launches:
             return {}
-    out: dict[str, tuple[int, int | None]] = {}
     params = fn.params
-    for k, p in enumerate(params):
-        if p.is_pointer or p.is_reference:
-            continue
-        values = set()
-        for launch in launches:
-            arglist = launch.node.child_by_field_name("arguments")
-            args = [a for a in (arglist.named_children if arglist else [])
-                    if a.type != "comment"]
-            if len(args) != len(params):
-                values.add(None)
-                break
-            values.add(_launch_constant(ctx, launch, args[k]))
-        if len(values) == 1 and None not in values:
-            (value,) = values
+    wanted = [k for k, p in enumerate(params) if not (p.is_pointer or p.is_reference)]
+    if not wanted:
+        return {}
+    values: dict[int, set] = {k: set() for k in wanted}
+    for launch in launches:
+        arglist = launch.node.child_by_field_name("arguments")
+        args = [a for a in (arglist.named_children if arglist else [])
+                if a.type != "comment"]
+        if len(args) != len(params):
+            return {}
+        env = _launch_env(ctx, launch)      # once per launch, for all its arguments
+        for k in wanted:
+            values[k].add(_launch_constant(ctx, launch, args[k], env))
+    out: dict[str, tuple[int, int | None]] = {}
+    for k in wanted:
+        if len(values[k]) == 1 and None not in values[k]:
+            (value,) = values[k]
             first = launches[0].node.start_byte
             try:
                 line = ctx.unit.file.position(ctx.unit.file_offset(first))[0]
             except Exception:       # a position the source layer cannot map
                 line = None
-            out[p.name] = (value, line)
+            out[params[k].name] = (value, line)
     return out
 
 
-def _launch_constant(ctx, launch, arg: Node) -> int | None:
-    if arg.type in ("call_expression", "initializer_list"):
-        return None                 # dim3(...) and friends: the model reads those as dims
+def _launch_env(ctx, launch) -> dict[str, int]:
+    """The constants at a launch: its host's, and the host variables the branch around
+    the launch fixes (model/branch_values)."""
     host = launch.function
     env = host.constants if host is not None else ctx.model.constants
     if host is not None and host.body is not None:
         fixed = branch_values(launch.node, host.body, lambda e: eval_int(e, env))
         if fixed:
             env = {**env, **fixed}
-    dims = ctx.model.resolve_dim3(arg, host, env)
+    return env
+
+
+def _launch_constant(ctx, launch, arg: Node, env: dict[str, int]) -> int | None:
+    if arg.type in ("call_expression", "initializer_list"):
+        return None                 # dim3(...) and friends: the model reads those as dims
+    dims = ctx.model.resolve_dim3(arg, launch.function, env)
     return dims[0] if dims is not None else None
 
 
