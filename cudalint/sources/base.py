@@ -249,6 +249,17 @@ class Unit:
                 return path, origin + char - start
         return None
 
+    def own_line(self, byte_offset: int) -> int | None:
+        """The file's 1-based line of a unit byte, for a message that names another
+        place ("the loop at line 12"); None for a header's appended text (not this
+        file's line) or a position the source layer cannot map."""
+        if self.spliced and self.spliced_piece(byte_offset) is not None:
+            return None
+        try:
+            return self.file.position(self.file_offset(byte_offset))[0]
+        except Exception:           # a position the source layer cannot map
+            return None
+
     def header_place(self, byte_offset: int) -> tuple[str, int, int] | None:
         """Where an appended header character is: (the header's path relative to the
         file's folder, row, column), both from 1."""

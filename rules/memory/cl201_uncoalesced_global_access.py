@@ -472,8 +472,7 @@ class UncoalescedGlobalAccess(Rule):
         why = f"; {waste['text']}" if waste else ""
         scan = early_break_scan(access) if kind == "store" else None
         if scan is not None:
-            row = ctx.unit.file.position(ctx.unit.file_offset(scan.start_byte))[0] \
-                if _mappable(ctx, scan) else None
+            row = ctx.unit.own_line(scan.start_byte)
             why += (f"; these rows are written on the hits of a scan that stops after a "
                     f"count (the loop{f' at line {row}' if row is not None else ''}): "
                     f"{_MEASURED_SCAN}")
@@ -572,8 +571,7 @@ def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
     if walk is not None:
         # the thread walks its row across the loop: no byte is wasted, the cost is
         # L1 throughput on rows longer than SHORT_RECORD_BYTES (stores: write rate)
-        row = ctx.unit.file.position(ctx.unit.file_offset(walk.start_byte))[0] \
-            if _mappable(ctx, walk) else None
+        row = ctx.unit.own_line(walk.start_byte)
         at = f" at line {row}" if row is not None else ""
         if direction == "store":
             return {"wasted": "row_walk", "loop_line": row,
@@ -600,8 +598,7 @@ def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
                         f"{used} ({_MEASURED_FIELD})"}
     loop = rereading_loop(access)
     if loop is not None:
-        row = ctx.unit.file.position(ctx.unit.file_offset(loop.start_byte))[0] \
-            if _mappable(ctx, loop) else None
+        row = ctx.unit.own_line(loop.start_byte)
         at = f" at line {row}" if row is not None else ""
         return {"wasted": "reread_in_loop", "loop_line": row,
                 "text": f"the kernel uses whole records, but the loop{at} reads them again "
@@ -655,20 +652,6 @@ def _work_metrics(ctx, work) -> dict:
     """Where the kernel's per-thread work is, for an access off the hot path (reported
     only with ``report_whole_records``): the innermost run-time loop around its deepest
     global access, in the kernel or in a device function it calls."""
-    row = None
-    if work.loop is not None and work.callee is None and _mappable(ctx, work.loop):
-        row = ctx.unit.file.position(ctx.unit.file_offset(work.loop.start_byte))[0]
-    elif work.loop is not None and _mappable(ctx, work.loop):
-        row = ctx.unit.file.position(ctx.unit.file_offset(work.loop.start_byte))[0]
+    row = ctx.unit.own_line(work.loop.start_byte) if work.loop is not None else None
     return {"off_hot_path": {"work_loop_line": row, "work_in": work.callee,
                              "work_runtime_loops": work.runtime}}
-
-
-def _mappable(ctx, node) -> bool:
-    if ctx.unit.spliced and ctx.unit.spliced_piece(node.start_byte) is not None:
-        return False        # a header's text appended to the unit: not this file's line
-    try:
-        ctx.unit.file.position(ctx.unit.file_offset(node.start_byte))
-        return True
-    except Exception:           # a position the source layer cannot map
-        return False

@@ -254,12 +254,7 @@ def _key(value) -> tuple:
 
 
 def _line(ctx: "UnitContext", node: Node) -> int | None:
-    if ctx.unit.spliced and ctx.unit.spliced_piece(node.start_byte) is not None:
-        return None         # a header's text appended to the unit: not this file's line
-    try:
-        return ctx.unit.file.position(ctx.unit.file_offset(node.start_byte))[0]
-    except Exception:       # a position the source layer cannot map
-        return None
+    return ctx.unit.own_line(node.start_byte)
 
 
 def _call_depth(lanes: KernelLanes, call: Node) -> tuple[int, int]:
