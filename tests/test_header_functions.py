@@ -58,6 +58,13 @@ def test_a_header_device_function_is_reported_at_the_call(project):
     assert (d.row, d.column) == (4, 25), (d.row, d.column)
     assert d.end_row == 4 and d.end_column == 25 + len("first_field(xyz, i)")
     assert d.metrics["sectors_per_request"] == 12 and d.metrics["stride_bytes"] == 12
+    # what ncu measured on an H100 for one field of 12-byte records (traffic.json)
+    record = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "CL201" /
+                         "traffic.json").read_text())
+    (field,) = [r for r in record["records"] if r["label"] == "aos3_one_field"]
+    assert d.metrics["sectors_per_request"] == field["sectors_per_request"]
+    assert d.metrics["warp_fetched_bytes"] / d.metrics["warp_used_bytes"] == \
+        pytest.approx(field["dram_read_over_useful"], rel=0.01)
     assert d.metrics["in_header"] == {"file": "helpers.cuh", "line": 3, "column": 12}
     assert "in `helpers.cuh` at line 3, column 12, called here" in d.message
     assert "reached from `k` at line 4" in d.message
@@ -173,6 +180,11 @@ def test_a_namespaced_helper_is_followed(tmp_path):
         "void go(const float* p, float* o, int n) { k<<<n / 128, 128>>>(p, o, n); }\n")
     (d,) = [d for d in _lint(tmp_path, "k.cu") if d.code == "CL201"]
     assert (d.row, d.column) == (4, 21) and d.metrics["sectors_per_request"] == 16
+    # ncu on an H100: float loads 16 bytes apart (grouping.cu float4_as_scalars)
+    truth = json.loads((Path(__file__).resolve().parent.parent / "fixtures" / "CL201" /
+                        "truth.json").read_text())
+    (rec,) = [r for r in truth["records"] if r["kernel"] == "float4_as_scalars"]
+    assert d.metrics["sectors_per_request"] == rec["ld_sectors_per_request"]
     assert d.metrics["in_header"]["line"] == 4
 
 
