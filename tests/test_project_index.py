@@ -167,3 +167,27 @@ def test_many_invocations_are_bounded():
 def test_unbalanced_invocation_stays_as_written():
     text = "__global__ void k(int* a) { a[0] = LOOP(3; }\n"
     assert expand_text(text, {"LOOP": LOOP}).char_map is None
+
+
+def test_macros_on_the_hip_side_of_a_platform_guard_are_not_expanded(tmp_path):
+    """exllamav2's compat.cuh: `#if defined(USE_ROCM)` maps `__shfl_xor_sync` to the
+    legacy `__shfl_xor`. A CUDA build never sees that define; expanded anyway, each
+    `__shfl_xor_sync` of the kernel files became a CL104 (8 false findings). Defines
+    on the CUDA side of a guard (`#else`, `#ifndef __HIP_PLATFORM_AMD__`) still count."""
+    (tmp_path / "compat.cuh").write_text(
+        "#pragma once\n#if defined(USE_ROCM)\n"
+        "#define __shfl_xor_sync(mask, var, laneMask) __shfl_xor(var, laneMask)\n"
+        "#define WIDTH 64\n#else\n#define WIDTH 32\n#endif\n"
+        "#ifndef __HIP_PLATFORM_AMD__\n#define LANES WIDTH\n#else\n#define LANES 64\n#endif\n")
+    (tmp_path / "k.cu").write_text(
+        '#include "compat.cuh"\n'
+        "__global__ void k(float* o) {\n"
+        "    float s = o[threadIdx.x];\n"
+        "    for (int d = 16; d > 0; d /= 2) s += __shfl_xor_sync(0xffffffff, s, d);\n"
+        "    __shared__ float t[LANES];\n"
+        "    t[threadIdx.x] = s; o[threadIdx.x] = t[LANES - 1 - threadIdx.x]; }\n")
+    facts = index.scan(str(tmp_path / "compat.cuh"), (tmp_path / "compat.cuh").read_text())
+    defined = {(m.name, m.body) for m, _ in facts.macros}
+    assert defined == {("WIDTH", "32"), ("LANES", "WIDTH")}, defined
+    found = _lint_project(tmp_path, {"CL104"})
+    assert not found, found

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from cudalint.model.consteval import eval_int
 from cudalint.model.dispatch import dispatch_aliases
+from cudalint.model.preproc import PLATFORM
 from cudalint.model.instances import split_args
 from cudalint.project.launch_text import call_args, local_init, pointer_targets, split_top
 from cudalint.project.header_functions import header_functions
@@ -153,9 +154,12 @@ def scan(path: str, text: str) -> FileFacts:
     macros = []
     line, counted = 1, 0
     if "define" in text:
+        hip = _hip_regions(text) if _PLATFORM_HINT.search(text) else []
         for m in _DEFINE.finditer(text):
             if not _at_line_start(text, m.start()):
                 continue
+            if hip and any(a <= m.start() < b for a, b in hip):
+                continue            # the HIP side of a platform guard: not in a CUDA build
             params = m.group(2)
             body = _NOISE.sub(" ", m.group(3)).strip()
             variadic = False
@@ -185,6 +189,40 @@ def scan(path: str, text: str) -> FileFacts:
                 kernels.append(names[-1])
     raw = _launches(text) if "<<<" in text else []
     return FileFacts(path, includes, macros, kernels, raw, text)
+
+
+_PLATFORM_HINT = re.compile(r"HIP|ROCM")
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)",
+                        re.MULTILINE)
+
+
+def _hip_regions(text: str) -> list[tuple[int, int]]:
+    """Char ranges on the HIP/ROCm side of a platform guard (``#if defined(USE_ROCM)``
+    up to its ``#else``; after the ``#else`` of ``#ifndef __HIP_PLATFORM_AMD__``): a
+    CUDA build never sees what is defined there (exllamav2's compat.cuh maps
+    `__shfl_xor_sync` to the legacy `__shfl_xor` for ROCm only; expanded in a CUDA file,
+    it made 8 false CL104). The same test as model.preproc.not_for_modern_cuda."""
+    out: list[tuple[int, int]] = []
+    stack: list[tuple[bool, bool, int]] = []   # (platform guard, HIP side now, start)
+    for m in _DIRECTIVE.finditer(text):
+        kind, rest = m.group(1), m.group(2)
+        if kind in ("if", "ifdef", "ifndef"):
+            platform = bool(PLATFORM.search(rest))
+            negated = kind == "ifndef" or rest.lstrip().startswith("!")
+            stack.append((platform, platform and not negated, m.end()))
+        elif not stack:
+            continue
+        elif kind in ("elif", "else"):
+            platform, hip, start = stack[-1]
+            if hip:
+                out.append((start, m.start()))
+            # an #elif's own condition is not followed: its side is left as CUDA's
+            stack[-1] = (platform, platform and not hip and kind == "else", m.end())
+        else:                                   # endif
+            platform, hip, start = stack.pop()
+            if hip:
+                out.append((start, m.start()))
+    return out
 
 
 def _launches(text: str) -> list[tuple]:
