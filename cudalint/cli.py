@@ -587,8 +587,9 @@ def _check(args) -> int:
         if args.add_noqa:
             return _add_noqa(targets, results)
         if args.fix or args.diff:
+            from cudalint.engine import FileResult, recall, remember, reuse_lints
             from cudalint.fixes import fix_text, unified_diff, write_atomic
-            changed: dict[int, bool] = {}
+            changed: dict[int, FileResult | None] = {}
             for i, (t, res) in enumerate(zip(targets, results)):
                 if not any(d.fix is not None and (d.fix.is_safe or args.unsafe_fixes)
                            and not d.suppressed for d in res.diagnostics):
@@ -597,7 +598,13 @@ def _check(args) -> int:
                     text = t.path.read_bytes().decode("utf-8-sig")
                 except (OSError, UnicodeDecodeError):
                     continue
-                fixed, n = fix_text(t.display, text, t.settings, t.kind, args.unsafe_fixes)
+                # each text is analysed once: fix_text's first pass is the lint the run
+                # just made, and its last pass is the report of the fixed file
+                with reuse_lints():
+                    remember(t.display, text, t.settings, t.kind, res)
+                    fixed, n = fix_text(t.display, text, t.settings, t.kind,
+                                        args.unsafe_fixes)
+                    after = recall(t.display, fixed, t.settings, t.kind)
                 if fixed == text:
                     continue
                 if args.diff:
@@ -611,15 +618,19 @@ def _check(args) -> int:
                         raise UsageError(f"cannot write the fixed {t.display} "
                                          f"({exc.strerror or exc}); it is unchanged") from None
                     fixed_total += n
-                    changed[i] = True
+                    changed[i] = after
             if args.diff:
                 _write_output(args, out_stream)
                 _diff_summary(fixed_total, _hidden_fixes(results, args.unsafe_fixes))
                 return 1 if would_change else 0
-            if changed:
-                again = run([targets[i] for i in changed], use_cache=not args.no_cache,
+            stale = [i for i, after in changed.items() if after is None]
+            for i, after in changed.items():
+                if after is not None:
+                    results[i] = after
+            if stale:
+                again = run([targets[i] for i in stale], use_cache=not args.no_cache,
                             jobs=args.jobs)
-                for i, res in zip(changed, again):
+                for i, res in zip(stale, again):
                     results[i] = res
 
     if args.statistics and fmt in ("json", "json-lines"):

@@ -37,7 +37,13 @@ class UnitContext:
 
     @cached_property
     def tree(self) -> Tree:
-        return _parse.parse(self.unit.data)
+        tree = _parse.parse(self.unit.data)
+        if _parse.gave_up(self.unit.data):
+            self.notices.append((0, "the parser needed more than "
+                                 f"{_parse.parse_budget_s(len(self.unit.data)):.1f} s of CPU "
+                                 "for this text (error recovery on broken syntax): it is "
+                                 "not analysed"))
+        return tree
 
     @property
     def root(self) -> Node:

@@ -1,8 +1,10 @@
 """The one place that talks to tree-sitter: a parser per process and compiled queries."""
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
+import time
 from functools import lru_cache
 from operator import attrgetter
 
@@ -34,15 +36,64 @@ def parse(data: bytes) -> tree_sitter.Tree:
     if _COMMENT_HINT in data:
         data = _COMMENT_RUN.sub(_blank, data)
     old = _edited(data) if data is key and getattr(_LOCAL, "reuse", False) else None
-    tree = None if old is None else _parser.parse(data, old)
+    tree = None if old is None else _bounded(data, old)
     if tree is None or tree.root_node.has_error:
         # after error recovery an edited tree may differ from a fresh one (a brace typed
         # and not yet closed: 3 of 900 random edits of corpus files); without errors
         # none did (bench/incremental_parse.py)
+        tree = _bounded(data)
+    if tree is None:
+        data = data.translate(_NOT_LINE_BREAK)
         tree = _parser.parse(data)
+        _GAVE_UP[_digest(key)] = None
+        while len(_GAVE_UP) > 64:
+            del _GAVE_UP[next(iter(_GAVE_UP))]
     _RECENT.insert(0, (bytes(key), tree, data is key))
     del _RECENT[RECENT:]
     return tree
+
+
+# bound (issue 25): tree-sitter's error recovery costs about 100 microseconds a token in
+# some broken shapes (fuzz seed 37: 1,780 `if(x)` inside an `if` condition, on 29 lines of a
+# 262 KB file, 7 s a parse). Real code parses at 0.4-2 microseconds a byte (/tmp/real,
+# newcorpus5: 30 KB in 12 ms); a parse is stopped after PARSE_MIN_S or PARSE_S_PER_MB per
+# megabyte of CPU, whichever is more (5 times the slowest real file's rate), and the text
+# is then seen as blank: nothing in it is analysed, and the engine says so (gave_up).
+PARSE_MIN_S = 1.0
+PARSE_S_PER_MB = 10.0
+_CHUNK = 1 << 16
+_GAVE_UP: dict[bytes, None] = {}     # digests of the texts whose parse was stopped
+
+
+def parse_budget_s(size: int) -> float:
+    """CPU seconds a parse of ``size`` bytes may take."""
+    return max(PARSE_MIN_S, PARSE_S_PER_MB * size / 1e6)
+
+
+def _bounded(data: bytes, old: tree_sitter.Tree | None = None) -> tree_sitter.Tree | None:
+    """The parse of ``data``, or None when it took longer than its budget."""
+    limit = parse_budget_s(len(data))
+    start = time.thread_time()
+
+    def too_long(_offset: int, _has_error: bool) -> bool:
+        return time.thread_time() - start > limit
+    try:
+        read = lambda at, _point: data[at:at + _CHUNK]     # noqa: E731
+        if old is None:
+            return _parser.parse(read, progress_callback=too_long)
+        return _parser.parse(read, old, progress_callback=too_long)
+    except ValueError:          # "Parsing failed": stopped by too_long
+        _parser.reset()
+        return None
+
+
+def gave_up(data: bytes) -> bool:
+    """Whether the parse of ``data`` (a text :func:`parse` was given) was stopped."""
+    return bool(_GAVE_UP) and _digest(data) in _GAVE_UP
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 # The language server's fast worker parses, on each keystroke, the text of a moment ago

@@ -270,6 +270,13 @@ class Launch:
         return self._dim3(1)
 
     @cached_property
+    def args(self) -> list[Node]:
+        """The kernel arguments of the call, comments left out."""
+        arglist = self.node.child_by_field_name("arguments")
+        return [a for a in (arglist.named_children if arglist else [])
+                if a.type != "comment"]
+
+    @cached_property
     def grid(self) -> tuple[int, int, int] | None:
         return self._dim3(0)
 
@@ -511,6 +518,19 @@ class Model:
                                  node=call, config=config,
                                  function=self.enclosing_function(call), _model=self))
         return result
+
+    @cached_property
+    def _launches_by_kernel(self) -> dict[str, list[Launch]]:
+        by: dict[str, list[Launch]] = {}
+        for launch in self.launches:
+            by.setdefault(launch.kernel, []).append(launch)
+        return by
+
+    def launches_of(self, kernel: str) -> list[Launch]:
+        """The launches of kernel ``kernel`` (by name), in source order. Indexed once: a
+        fuzzed file of 244 copies of one kernel and its launch filtered every launch for
+        every copy, in several analyses (seconds a lint, fuzz seed 37)."""
+        return self._launches_by_kernel.get(kernel, [])
 
     def resolve_dim3(self, node: Node, host: Function | None,
                      env: dict[str, int]) -> tuple[int, int, int] | None:

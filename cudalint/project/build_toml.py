@@ -94,8 +94,10 @@ def toml_builds(text: str, path: str = "pyproject.toml") -> list[Build]:
             continue
         m = re.match(r"-D(CMAKE_CUDA_FLAGS(?:_[A-Z]+)?|CUDA_NVCC_FLAGS)(?::[A-Z]+)?=", value)
         if m:
-            rest = value[m.end():].strip("\"'")
-            off = s + m.end() + (1 if value[m.end():m.end() + 1] in "\"'" else 0)
+            tail = value[m.end():]
+            rest = tail.strip("\"'")
+            # every quote stripped in front moves the words (`=""a b`: two, fuzz seed 37)
+            off = s + m.end() + len(tail) - len(tail.lstrip("\"'"))
             flags += split_words(rest, off, path) if exact else \
                 [Flag(w, path, s, e) for w in rest.split()]
     # each key is its own command line (a backend's args, a define, an environment entry)

@@ -58,6 +58,7 @@ import re
 from dataclasses import dataclass, replace
 from operator import and_
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 from tree_sitter import Node
 
@@ -158,17 +159,31 @@ def _aliases(ctx: "UnitContext", fn: "Function") -> dict[str, str]:
     """Pointer parameter -> the name of its buffer: parameters a launch of the unit
     passes the same plain argument are one buffer."""
     names = [p.name for p in fn.params]
-    rep = {n: n for n in names}
     pointer = {p.name for p in fn.params if p.is_pointer}
-    for launch in ctx.model.launches:
-        if launch.kernel != fn.name:
+    # the same for every kernel of one name and parameter list (copies, overloads): a
+    # fuzzed file of 244 copies of a kernel and its launch read every launch's
+    # arguments for every copy (3 s a lint, seed 37)
+    key = (fn.name, tuple(names), frozenset(pointer))
+    memo = _ALIASES.get(ctx.model)
+    if memo is None:
+        memo = _ALIASES[ctx.model] = {}
+    if key not in memo:
+        memo[key] = _find_aliases(ctx, fn.name, names, pointer)
+    return dict(memo[key])
+
+
+_ALIASES: "WeakKeyDictionary[object, dict[tuple, dict[str, str]]]" = WeakKeyDictionary()
+
+
+def _find_aliases(ctx: "UnitContext", kernel: str, names: list[str], pointer: set[str]
+                  ) -> dict[str, str]:
+    rep = {n: n for n in names}
+    for launch in ctx.model.launches_of(kernel):
+        if launch.node.child_by_field_name("arguments") is None:
             continue
-        args_node = launch.node.child_by_field_name("arguments")
-        if args_node is None:
+        if len(launch.args) != len(names):
             continue
-        args = [text(a) for a in args_node.named_children if a.type != "comment"]
-        if len(args) != len(names):
-            continue
+        args = [text(a) for a in launch.args]
         seen: dict[str, str] = {}
         for name, arg in zip(names, args):
             if name not in pointer or not re.fullmatch(r"[A-Za-z_]\w*", arg):
@@ -455,7 +470,7 @@ def _callee_sites(ctx, fn, call, callee, engines, shape, structs, values, up) ->
 
 def _one_block(ctx: "UnitContext", fn: "Function") -> bool:
     """Every launch of the unit gives the kernel a grid of one block."""
-    launches = [l for l in ctx.model.launches if l.kernel == fn.name]
+    launches = ctx.model.launches_of(fn.name)
     return bool(launches) and all(l.grid == (1, 1, 1) for l in launches)
 
 

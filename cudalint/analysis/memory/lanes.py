@@ -133,7 +133,7 @@ def launch_bindings(ctx: "UnitContext", fn: "Function") -> dict[str, tuple[int, 
     name -> (value, line of the first such launch). For an instantiation, the launches
     that made it: ``rows<2, 1><<<...>>>(nr, 2, ...)`` fixes ``nv`` for ``rows<2, 1>``
     whatever the launch of ``rows<4, 2>`` passes."""
-    launches = [l for l in ctx.model.launches if l.kernel == fn.name]
+    launches = ctx.model.launches_of(fn.name)
     if not launches or b"<<<" not in ctx.unit.data:
         return {}
     made = getattr(fn, "instance_launches", None) if fn.instance else None
@@ -149,15 +149,24 @@ def launch_bindings(ctx: "UnitContext", fn: "Function") -> dict[str, tuple[int, 
     if not wanted:
         return {}
     values: dict[int, set] = {k: set() for k in wanted}
+    memo = _LAUNCH_ARGS.get(ctx.model)
+    if memo is None:
+        memo = _LAUNCH_ARGS[ctx.model] = {}
     for launch in launches:
-        arglist = launch.node.child_by_field_name("arguments")
-        args = [a for a in (arglist.named_children if arglist else [])
-                if a.type != "comment"]
+        args = launch.args
         if len(args) != len(params):
             return {}
-        env = _launch_env(ctx, launch)      # once per launch, for all its arguments
+        seen = memo.get(launch.node.id)
+        if seen is None:
+            # once per launch of the unit, for all its arguments and every kernel of
+            # its name (a file of 244 copies of one kernel and its launch evaluated
+            # each launch for each copy: 6 s a lint, fuzz seed 37)
+            seen = memo[launch.node.id] = (_launch_env(ctx, launch), {})
+        env, got = seen
         for k in wanted:
-            values[k].add(_launch_constant(ctx, launch, args[k], env))
+            if k not in got:
+                got[k] = _launch_constant(ctx, launch, args[k], env)
+            values[k].add(got[k])
     out: dict[str, tuple[int, int | None]] = {}
     for k in wanted:
         if len(values[k]) == 1 and None not in values[k]:
@@ -169,6 +178,11 @@ def launch_bindings(ctx: "UnitContext", fn: "Function") -> dict[str, tuple[int, 
                 line = None
             out[params[k].name] = (value, line)
     return out
+
+
+# model -> launch node id -> (its constants, argument index -> constant)
+_LAUNCH_ARGS: "WeakKeyDictionary[object, dict[int, tuple[dict, dict]]]" = \
+    WeakKeyDictionary()
 
 
 def _launch_env(ctx, launch) -> dict[str, int]:
@@ -530,9 +544,7 @@ def _no_known_block(ctx: "UnitContext", fn: "Function") -> bool:
     if emb is not None and any(getattr(l, "block", None) for l in
                                getattr(emb, "launches", None) or []):
         return False
-    for launch in ctx.model.launches:
-        if launch.kernel != fn.name:
-            continue
+    for launch in ctx.model.launches_of(fn.name):
         if launch.block is not None or len(launch.config) < 2:
             return False
         expr = launch.config[1]
