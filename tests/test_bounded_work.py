@@ -119,3 +119,31 @@ def test_reuse_lints_analyses_each_text_once_and_hands_out_copies(monkeypatch):
     # outside the block every lint analyses
     lint_text("a.cu", text, ALL, "cuda")
     assert len(calls) == 3
+
+
+def test_block_runs_of_a_file_stop_past_their_cpu_budget(monkeypatch):
+    # the steps budget counts steps x threads; a run whose access log never meets a
+    # barrier costs 7x more CPU a step (seed 37): the seconds are bounded too
+    from cudalint.analysis.sync import races
+    kernel = ("__global__ void k%d(float* out, const float* in) {\n"
+              "  __shared__ float s[64][64];\n"
+              "  for (int i = 0; i < 64; ++i) { s[i][threadIdx.x] = in[i];\n"
+              "    if (threadIdx.x > i) s[threadIdx.x][i] /= s[i][i]; }\n"
+              "  out[threadIdx.x] = s[0][threadIdx.x];\n}\n"
+              "void h%d(float* o, const float* i) { k%d<<<1, 64>>>(o, i); }\n")
+    text = "".join(kernel % (n, n, n) for n in range(3))
+    ran = []
+
+    class Counted(races.BlockRun):
+        def run(self):
+            ran.append(self.fn.name)
+            return super().run()
+    monkeypatch.setattr(races, "BlockRun", Counted)
+    monkeypatch.setattr(races, "_SPENT", {})
+    lint_text("t.cu", text, Settings(select=("CL101", "CL102")), "cuda")
+    assert set(ran) == {"k0", "k1", "k2"}
+    ran.clear()
+    monkeypatch.setattr(races, "_SPENT", {})
+    monkeypatch.setattr(races, "FILE_RUN_S", 0.0)
+    lint_text("t2.cu", text, Settings(select=("CL101", "CL102")), "cuda")
+    assert set(ran) == {"k0"}          # the first kernel's runs spent the budget

@@ -51,6 +51,7 @@ and :mod:`~cudalint.analysis.sync.block_log`), its values
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
@@ -82,7 +83,12 @@ if TYPE_CHECKING:
 # 3 s; a fuzzed Python file of 23 copies of one triangular-solve kernel string needed 6.3
 # million a lint (and a file of 1,000 copies 270 million)
 FILE_THREAD_STEPS = 10_000_000
-_SPENT: "WeakKeyDictionary[object, int]" = WeakKeyDictionary()    # SourceFile -> spent
+# and at most this many CPU seconds: a thread step costs 0.2 us in the corpus's largest
+# file (4.4 million in 0.86 s) but 1.4 us in a fuzzed triangular solve whose log of
+# accesses never meets a barrier (4.5 million in 6.2 s, seed 37). The corpus's slowest file
+# spends 1.0 s; past FILE_RUN_S a file's remaining kernels are not run, as above
+FILE_RUN_S = 4.0
+_SPENT: "WeakKeyDictionary[object, list]" = WeakKeyDictionary()  # SourceFile -> [steps, s]
 # bound (issue 25): the interval check and the block run walk a kernel's syntax
 # recursively, up to two Python frames a tree level, through at most MAX_INLINE_DEPTH
 # inlined device functions. A kernel whose body nests deeper than MAX_NEST levels,
@@ -335,14 +341,18 @@ class RaceAnalysis:
             if dims[0] * dims[1] * dims[2] > 1024:
                 return
             for sample in SAMPLES:
-                spent = _SPENT.get(ctx.unit.file, 0)
-                if spent > FILE_THREAD_STEPS:
+                spent = _SPENT.get(ctx.unit.file)
+                if spent is None:
+                    spent = _SPENT[ctx.unit.file] = [0, 0.0]
+                if spent[0] > FILE_THREAD_STEPS or spent[1] > FILE_RUN_S:
                     self.incomplete[fn.name] = "the file's budget of block runs"
                     return
                 run = BlockRun(ctx, fn, dims, sample, structs, functions, shared_globals,
                                self._memo)
+                started = time.thread_time()
                 res = run.run()
-                _SPENT[ctx.unit.file] = spent + run.steps * run.n
+                spent[0] += run.steps * run.n
+                spent[1] += time.thread_time() - started
                 if not res.complete:
                     self.incomplete[fn.name] = res.reason
                 if agreed is None:
