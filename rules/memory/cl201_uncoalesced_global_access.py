@@ -143,7 +143,13 @@ class UncoalescedGlobalAccess(Rule):
     total_pts; k++) ... row[k]`, the count loaded from memory), or writes element by
     element (`for (l = 0; l < nsample; ++l) idx[l] = k`), is reported as a row walk, not
     as "bytes no access uses": the rest of each sector is the next iterations'
-    elements. When the row length is a parameter, the message names the parameter's
+    elements. (Revised 2026-11-24, sheet-newcorpus8 W5) So is a row walked across a
+    loop of a constant trip count longer than the 16 iterations whose bytes the
+    traffic figure counts one by one (gpu4pyscf's `af[out] = ...; for (i = 1; i < 20;
+    ++i) af[out + i] = ...`, said to write 256 of 1024 bytes: the thread writes every
+    byte of its 160-byte row; fixtures/CL201/long_row_walk.cu); one field of records
+    in such a loop (the counter moving to other records) keeps the unused-bytes
+    message. When the row length is a parameter, the message names the parameter's
     values on each side of the measured line ("rows of 32 floats or more (`K` >= 11
     here) ... rows of 9 floats or fewer (`K` <= 3) ran as fast") instead of quoting "9
     floats or fewer cost nothing" beside a figure for rows of 9 floats, and the remedy

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from tree_sitter import Node
 
-from cudalint.analysis.memory.figures import Access
+from cudalint.analysis.memory.figures import SECTOR, Access
 from cudalint.analysis.memory.kernel_lanes import _declared
 from cudalint.analysis.memory.lane_values import N_SAMPLES, WARP
 from cudalint.parse import captures, text
@@ -375,8 +375,12 @@ def row_walk_loop(access: Access, span: int, samples: set[int] | None = None) ->
                 if strides and min(strides) > span:
                     return loop
             continue
-        if counted.trip is not None:
-            continue                    # a constant trip: counter_walk counts its bytes
+        if counted.trip is not None and (counted.trip <= WALK_TRIP or
+                                         counted.trip * span < SECTOR):
+            # a short constant trip: counter_walk counts its bytes. A longer one
+            # (ss_kernel's `for (i = 1; i < 20; ++i) af[out + i]`, sheet-newcorpus8
+            # W5) is walked past counter_walk's reach: its row is the next iterations'
+            continue
         got = counter_step(access, counted)
         if got is None or got[1] != span:
             continue
