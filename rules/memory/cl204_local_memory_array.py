@@ -63,7 +63,15 @@ class LocalMemoryArray(Rule):
 
     Never reported: constant indices, counters of fully unrolled loops, and indices read
     from a local table of constants at such counters (`int tbl[8] = {...}; for (int i =
-    0; i < 8; i++) val[tbl[i]] = ...;` folds to constants). With `--ptxas` (or
+    0; i < 8; i++) val[tbl[i]] = ...;` folds to constants). (Revised 2026-11-24, issue 20:
+    sheet-newcorpus8 W6) A loop with a compile-time bound is unrolled whatever a
+    data-dependent `break` in it does, and its counter is the name the condition bounds
+    even when the loop steps another local beside it (`for (int n = 0, i = threadIdx.x;
+    n < 8; ++n, i += blockDim.x) { if (i >= nf) break; v[n] += ...; }`): ptxas -v (nvcc
+    13, sm_90) gives that kernel, and the same loop without `#pragma unroll`, a 0-byte
+    frame, and a 256-byte one when the bound is a parameter (fixtures/CL204/
+    unrolled_break.cu, stack.json; gpu4pyscf's md_contract_j.cu was said to keep
+    `vj_ij` in local memory, where its 432-byte frame is register spills). With `--ptxas` (or
     `--ptxas-log`), each finding in a function ptxas reports on is confirmed by its stack
     frame (named in the message) or dropped when the frame is empty.
 

@@ -124,12 +124,41 @@ def _counter_name(loop: Node) -> str | None:
     if init is None or init.type != "declaration":
         return None
     ds = [d for d in init.children_by_field_name("declarator") if d.type == "init_declarator"]
+    if len(ds) > 1:
+        # `for (int n = 0, i = threadIdx.x; n < NB; ++n, i += blockDim.x)`: the one the
+        # condition bounds is the counter (the others ride along)
+        cond = loop.child_by_field_name("condition")
+        left = cond.child_by_field_name("left") if cond is not None and \
+            cond.type == "binary_expression" else None
+        named = [d for d in ds if left is not None and
+                 text(d.child_by_field_name("declarator")) == text(left)]
+        ds = named
     if len(ds) != 1:
         return None
     return text(ds[0].child_by_field_name("declarator"))
 
 
+def _parts(upd: Node) -> list[Node]:
+    """The expressions of a comma-separated update (``++n, i += blockDim.x``)."""
+    if upd.type != "comma_expression":
+        return [upd]
+    out: list[Node] = []
+    stack = [upd]
+    while stack:
+        n = stack.pop()
+        if n.type == "comma_expression":
+            stack.extend(reversed(n.named_children))
+        else:
+            out.append(n)
+    return out
+
+
 def _step(upd: Node, name: str, env: dict[str, int]) -> int | None:
+    if upd.type == "comma_expression":
+        # nvcc unrolls `for (n = 0, i = t; n < 8; ++n, i += s)` by its counter n (ptxas
+        # -v, sm_90: fixtures/CL204/unrolled_break.cu); only the part that steps n counts
+        steps = [p for p in _parts(upd) if _steps_name(p, name)]
+        return _step(steps[0], name, env) if len(steps) == 1 else None
     if upd.type == "update_expression" and text(upd.child_by_field_name("argument")) == name:
         return 1 if "++" in text(upd) else -1
     if upd.type == "assignment_expression" and \
@@ -140,6 +169,12 @@ def _step(upd: Node, name: str, env: dict[str, int]) -> int | None:
             return None
         return v if op == "+=" else -v if op == "-=" else None
     return None
+
+
+def _steps_name(upd: Node, name: str) -> bool:
+    target = upd.child_by_field_name("argument") if upd.type == "update_expression" else \
+        upd.child_by_field_name("left") if upd.type == "assignment_expression" else None
+    return target is not None and text(target) == name
 
 
 def _unroll_one(loop: Node) -> bool:
