@@ -25,6 +25,8 @@ def _column_walk_text(near, fig: dict, direction: str | None) -> str:
     """The waste of a column walk whose sectors other warps or blocks use."""
     count = f"{fig['sectors_per_request']:g}"
     verb = {"store": "write", "load": "read"}.get(direction, "update")
+    if near.more:
+        return _several_text(near, fig, verb)
     if near.in_block:
         return (f"lanes walk down a column, and other warps of the block {verb} the "
                 f"neighbouring elements of each sector (the next values of `{near.name}`, "
@@ -38,9 +40,34 @@ def _column_walk_text(near, fig: dict, direction: str | None) -> str:
             f"this warp: {_MEASURED_COLUMN_GRID}{untested}")
 
 
+def _several_text(near, fig: dict, verb: str) -> str:
+    """Neighbours from several indices together (sheet-newcorpus8 W1: the block's rows
+    fill half of each sector, the next block row the other half)."""
+    pairs = [(near.name, near.axis), *near.more]
+    named = ", and of ".join(f"`{n}`, from {a}" for n, a in pairs)
+    who = "other warps of the block" if near.in_block else \
+        "other warps of the block and other blocks" if any(
+            a.startswith("threadIdx") for _, a in pairs) else "other blocks"
+    count = f"{fig['sectors_per_request']:g}"
+    measured = _MEASURED_COLUMN_BLOCK if near.in_block else \
+        f"{_MEASURED_COLUMN_BLOCK}; {_MEASURED_COLUMN_GRID}; this mix was not measured"
+    return (f"lanes walk down a column, and {who} {verb} the neighbouring elements of "
+            f"each sector (the next values of {named}): the bytes are used, but each "
+            f"request costs {count} L1 sectors where {fig['ideal_sectors_per_request']} "
+            f"would do: {measured}")
+
+
 def _column_walk_remedy(waste: dict, kind: str) -> str:
     verb = "write" if kind == "store" else "read"
     name, axis = waste["neighbour_index"], waste["neighbour_axis"]
+    more = waste.get("more_neighbours")
+    if more:
+        names = " and ".join(f"`{n}`" for n in [name, *(m["index"] for m in more)])
+        axes = " and ".join([axis, *(m["axis"] for m in more)])
+        return (f"put the lanes on the contiguous index: let consecutive lanes {verb} "
+                f"consecutive elements along {names} (from {axes} now), with threadIdx.x "
+                f"on them and the index the lanes walk now on another axis, or transpose "
+                f"through a shared-memory tile")
     if axis.startswith("threadIdx"):
         return (f"put the lanes on the contiguous index: swap the roles of threadIdx.x "
                 f"and {axis} so that consecutive lanes {verb} consecutive values of "

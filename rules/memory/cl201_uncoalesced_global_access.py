@@ -16,7 +16,8 @@ from cudalint.analysis.memory.siblings import direction as _direction
 from cudalint.analysis.memory.symbolic import coalescing_figures_by_value, large_value_samples
 from cudalint.analysis.memory.repeated_loads import repeated_load
 from cudalint.analysis.memory.staging import staging_load
-from cudalint.analysis.memory.traffic import fetched_and_used, rereading_loop
+from cudalint.analysis.memory.traffic import (fetched_and_used, filled_by_neighbours,
+                                              rereading_loop)
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 from cudalint.rules.memory._cl201_text import (_column_walk_remedy, _column_walk_text,
@@ -259,6 +260,22 @@ class UncoalescedGlobalAccess(Rule):
     the useful bytes and the walk took 3.4-8.7x the time. Neighbours in blockIdx.x were
     not measured, and the message says so. A declaration of several names (`int t =
     blockIdx.x, e = threadIdx.x;`) is not followed: the lane engine holds them together.
+    (Revised 2026-11-24, sheet-newcorpus8 W1, W2) The neighbours need not be one element
+    away nor one warp: when the warp's own bytes (its accesses through the pointer and
+    the thread's short counted loops), moved by every value the block's rows take of an
+    index that is threadIdx.y/z itself and by the neighbouring values of one that is a
+    blockIdx itself, use every byte of the sectors it fetches but less than a sector, it
+    is the same column walk (`traffic.filled_by_neighbours`). deepmd-kit's
+    `grad_net[idx * nnei * 4 + idy * 4 + idw]` (`idw` = threadIdx.y of a 128x4 block:
+    16 bytes; `idy` = blockIdx.y: the next 16) and `rij[idx * nnei * 3 + idy * 3 + d]`
+    (d = 0..2 in the thread's loop, the next 12 bytes at blockIdx.y + 1) were said to
+    use 128 and 384 of 1024 bytes with the SoA remedy; they now name the indices
+    (metrics `more_neighbours` for the second and later), quote both column-walk records
+    where the block's rows and other blocks share each sector (that mix was not
+    measured) and put the lanes on those indices. An index under a guard that shuts
+    some of its values out, or rows that leave bytes of each sector to nobody (a 128x2
+    block on 4-float groups; 2 of each 3-float record), keep the unused-bytes message
+    (fixtures/CL201/filled_by_neighbours.cu).
 
     (Revised 2026-11-24, issue 13) Accesses in a `__device__` function of the file that
     a kernel calls (three calls deep at most) are evaluated at each call with what the
@@ -588,11 +605,18 @@ def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
                         f"{_row_walk_measure(fig)}"}
     near = neighbour_index(access, large_value_samples(fig)) \
         if fetched - used >= SECTOR else None
+    if near is None and fetched - used >= SECTOR:
+        # the rest of each sector is other warps' rows and other blocks' (sheet-newcorpus8
+        # W1, W2): the same column walk, its neighbours not one element away
+        near = filled_by_neighbours(access, [a for a in accesses if a.space == "global"],
+                                    large_value_samples(fig))
     if near is not None:
         # a column walk: the rest of each sector is the neighbouring warps' or blocks'
         # elements, used by the kernel, so "bytes no access uses" would be false
         return {"wasted": "column_walk", "neighbour_index": near.name,
                 "neighbour_axis": near.axis,
+                **({"more_neighbours": [{"index": n, "axis": a} for n, a in near.more]}
+                   if near.more else {}),
                 "text": _column_walk_text(near, fig, direction)}
     if root_kernel(access).node.id in ctx.analysis(CalleeMemo).cut:
         return None             # calls not followed may use the rest of the sectors

@@ -18,7 +18,10 @@ tools/gputruth/column_walk.py, 256 MB of floats):
 ``neighbour_index`` finds that index: a variable declared in the kernel whose value is the
 same in every lane of a warp, reads threadIdx.y/z or blockIdx.*, steps by one from one
 warp (or block) to the next, and moves the access's address by exactly one element when
-held at two consecutive values (``Access.reevaluate``).
+held at two consecutive values (``Access.reevaluate``). ``filling_shifts`` gives, for the
+wider case where several such indices fill each sector together with steps of any size
+(the block's rows on 16 bytes, the next block row on the next 16: sheet-newcorpus8 W1), the
+byte shifts their values make; ``traffic.filled_by_neighbours`` checks the fill.
 """
 from __future__ import annotations
 
@@ -44,13 +47,19 @@ MAX_CANDIDATES = 12
 @dataclass(frozen=True)
 class Neighbours:
     """The index whose next value reads the next element: ``name`` and the thread or block
-    axis it comes from (``threadIdx.y``, ``blockIdx.y``)."""
+    axis it comes from (``threadIdx.y``, ``blockIdx.y``); ``more``: further (name, axis)
+    pairs whose values fill the sectors together with it (``filling_shifts``)."""
     name: str
     axis: str
+    more: tuple = ()
 
     @property
     def in_block(self) -> bool:
-        return self.axis.startswith("threadIdx")
+        return all(a.startswith("threadIdx") for a in self.axes)
+
+    @property
+    def axes(self) -> list[str]:
+        return [self.axis, *(a for _, a in self.more)]
 
 
 def neighbour_index(access: "Access", samples: set[int] | None = None) -> Neighbours | None:
@@ -204,3 +213,75 @@ def _moves_one_element(access: "Access", decl: "Node", value: int) -> bool:
     steps = {y - x for r0, r1 in zip(a0.groups, a1.groups) for x, y in zip(r0, r1)
              if x is not None and y is not None}
     return steps == {access.width}
+
+
+# values held per index when reading which bytes other warps or blocks use
+MAX_SHIFTS = 64
+
+
+def filling_shifts(access: "Access") -> list[tuple[str, str, list[int]]]:
+    """The indices other warps or blocks hold other values of, with the byte shifts of
+    the access those values make: (name, axis, shifts), shift 0 this warp's own. An index
+    qualifies when it is threadIdx.y/z or blockIdx.* itself (or a name for one), the same
+    in every lane of each warp, and each value it takes moves every active lane of the
+    access by one constant step per unit, the same lanes staying active (a guard on the
+    index would leave the other values' bytes unread). A thread axis takes the values the
+    block has along it; a block axis the neighbouring blocks' on both sides (the warp
+    stands for every block row; how many rows the grid has is not known: a grid of one
+    row along it would have none). Unlike ``neighbour_index``, the step need
+    not be one element, nor the next warp hold the next value: deepmd's
+    ``grad_net[idx * nnei * 4 + idy * 4 + idw]`` (``idw`` = threadIdx.y of a 128x4 block,
+    ``idy`` = blockIdx.y) has the block's four rows on 16 bytes and the next block row on
+    the next 16 (sheet-newcorpus8 W1)."""
+    fn = access.kernel
+    if fn.body is None or access.reevaluate is None or access.int_values is None:
+        return []
+    decls = _declarations(fn)
+    out = []
+    for name in _names_nearest_first(access.node, decls, _bumps(fn)):
+        decl, value = decls[name]
+        axis = _axis(value, decls)
+        if axis is None or not _plain(value, decls):
+            continue
+        got = access.int_values(value)
+        if not got or any(len(set(got[g:g + WARP])) != 1 for g in range(0, len(got), WARP)):
+            continue
+        v0 = got[0]
+        base = access.reevaluate({decl.id: v0})
+        nxt = access.reevaluate({decl.id: v0 + 1})
+        if base is None or nxt is None or len(base.groups) != len(nxt.groups):
+            continue
+        steps = {y - x for r0, r1 in zip(base.groups, nxt.groups) for x, y in zip(r0, r1)
+                 if x is not None and y is not None}
+        if len(steps) != 1 or not next(iter(steps)):
+            continue
+        (step,) = steps
+        if axis.startswith("threadIdx"):
+            values = list(range(access.block.dims["xyz".index(axis[-1])]))
+        else:
+            # the warp stands for any block row: those before it too (a record that
+            # starts mid-sector has its sector's first bytes read by the rows before)
+            k = min(MAX_SHIFTS // 2 - 1, 2 * SECTOR // abs(step) + 1)
+            values = [v0 + i for i in range(-k, k + 1)]
+        if len(values) > MAX_SHIFTS or not _linear_in(access, decl, base, v0, step, values):
+            continue
+        out.append((name, axis, [(v - v0) * step for v in values]))
+    return out
+
+
+def _linear_in(access: "Access", decl: "Node", base: "Access", v0: int, step: int,
+               values: list[int]) -> bool:
+    """Held at each of ``values``, the access moves every lane by (v - v0) * step and
+    keeps the same lanes active."""
+    for v in values:
+        if v == v0:
+            continue
+        a = access.reevaluate({decl.id: v})
+        if a is None or len(a.groups) != len(base.groups):
+            return False
+        d = (v - v0) * step
+        for r0, r1 in zip(base.groups, a.groups):
+            for x, y in zip(r0, r1):
+                if (x is None) != (y is None) or (x is not None and y - x != d):
+                    return False
+    return True

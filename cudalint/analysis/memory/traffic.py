@@ -15,7 +15,9 @@ What costs is
   loop over L2-resident points): every pass pays the scattered sectors again between L2
   and the SM (``rereading_loop``).
 
-Both are computed from the lane engine's addresses (accesses through one base pointer at
+Bytes the warp leaves but other warps of the block or other blocks use are no waste
+(``filled_by_neighbours``: a column walk, CL201 says so). Both are computed from the lane
+engine's addresses (accesses through one base pointer at
 a constant distance from each other, in every column) and from the kernel's syntax (the
 loops around an access and the variables its address is computed from).
 """
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
+from cudalint.analysis.memory.column_walk import Neighbours, filling_shifts
 from cudalint.analysis.memory.figures import SECTOR, min_sectors_of_points, root_kernel
 from cudalint.analysis.memory.kernel_lanes import _declared
 from cudalint.analysis.memory.lane_values import N_SAMPLES, WARP
@@ -53,23 +56,7 @@ def fetched_and_used(access: "Access", accesses: list["Access"],
     alignment that fetches least; the pair of the sample that wastes least.
     ``samples``: only these samples of the unknowns (a figure that holds for large
     values of a parameter)."""
-    walked = counter_walk(access)
-    joined = list(walked)
-    for other in accesses:
-        if other is access or root_kernel(other) is not root_kernel(access) or \
-                other.space != access.space or other.region != access.region or \
-                other.width > SECTOR:
-            continue
-        if not ((access.is_load and other.is_load) or (access.is_store and other.is_store)):
-            continue
-        if constant_distance(access, other) is not None:
-            joined.extend(counter_walk(other))
-            continue
-        # a field read across a short counted loop: at the same counter values the
-        # records are the same ones (``p[t * 4 + j]``, j = 1..3, and ``p[t * 4]``)
-        copies = counter_walk(other)
-        if any(constant_distance(w, c) is not None for w in walked for c in copies):
-            joined.extend(copies)
+    joined = _joined(access, accesses)
     best: tuple[int, int] | None = None
     nw = len(access.groups) // N_SAMPLES
     for g in range(len(access.groups)):
@@ -97,6 +84,88 @@ def fetched_and_used(access: "Access", accesses: list["Access"],
             _other_rows_fill(access, joined) or _copied_whole(access)):
         return (best[0], best[0])
     return best if best is not None else (0, 0)
+
+
+def _joined(access: "Access", accesses: list["Access"]) -> list["Access"]:
+    """``access`` and the accesses ``fetched_and_used`` counts with it, each at every
+    value of the short counted loops around it (``loops.counter_walk``)."""
+    walked = counter_walk(access)
+    joined = list(walked)
+    for other in accesses:
+        if other is access or root_kernel(other) is not root_kernel(access) or \
+                other.space != access.space or other.region != access.region or \
+                other.width > SECTOR:
+            continue
+        if not ((access.is_load and other.is_load) or (access.is_store and other.is_store)):
+            continue
+        if constant_distance(access, other) is not None:
+            joined.extend(counter_walk(other))
+            continue
+        # a field read across a short counted loop: at the same counter values the
+        # records are the same ones (``p[t * 4 + j]``, j = 1..3, and ``p[t * 4]``)
+        copies = counter_walk(other)
+        if any(constant_distance(w, c) is not None for w in walked for c in copies):
+            joined.extend(copies)
+    return joined
+
+
+# combinations of other warps' and blocks' shifts tried at most
+MAX_COMBINED_SHIFTS = 4096
+
+
+def filled_by_neighbours(access: "Access", accesses: list["Access"],
+                         samples: set[int] | None = None) -> Neighbours | None:
+    """The indices whose other values -- other warps of the block (threadIdx.y/z), other
+    blocks (blockIdx.*) -- use every byte of the sectors a warp fetches for ``access``
+    that the warp itself does not (with the accesses ``fetched_and_used`` joins: the
+    thread's own short loops, the same records through the same pointer), in every
+    sample of ``samples``, less than a sector left over; None when they do not. One
+    index alone when one suffices, else all of them together (sheet-newcorpus8 W1:
+    ``idy * 4 + idw``; W2: ``idy * 3 + d``, d = 0..2 in the thread's loop)."""
+    # the index with the smallest step first: it names the next element
+    candidates = sorted(filling_shifts(access),
+                        key=lambda c: min((abs(d) for d in c[2] if d), default=0))
+    if not candidates:
+        return None
+    joined = _joined(access, accesses)
+    tries = [[c] for c in candidates]
+    if len(candidates) > 1:
+        tries.append(candidates)
+    for chosen in tries:
+        shifts = {0}
+        for _, _, more in chosen:
+            shifts = {a + b for a in shifts for b in more}
+            if len(shifts) > MAX_COMBINED_SHIFTS:
+                break
+        if len(shifts) > MAX_COMBINED_SHIFTS:
+            continue
+        if _shifts_fill(access, joined, shifts, samples):
+            (name, axis, _), rest = chosen[0], chosen[1:]
+            return Neighbours(name, axis, tuple((n, a) for n, a, _ in rest))
+    return None
+
+
+def _shifts_fill(access: "Access", joined: list["Access"], shifts: set[int],
+                 samples: set[int] | None) -> bool:
+    """Every sector the first warp of each sample fetches (at the base's own alignment)
+    is used by the warp's spans moved by ``shifts``, all but less than a sector."""
+    nw = len(access.groups) // N_SAMPLES
+    seen = False
+    for g in range(0, len(access.groups), max(nw, 1)):
+        if samples is not None and g // max(nw, 1) not in samples:
+            continue
+        spans = [(off, off + a.width) for a in joined for off in a.groups[g]
+                 if off is not None]
+        if not spans:
+            continue
+        seen = True
+        fetched = {b // SECTOR for lo, hi in spans for b in (lo, hi - 1)}
+        want = {s * SECTOR + i for s in fetched for i in range(SECTOR)}
+        covered = {b + d for lo, hi in spans for d in shifts for b in range(lo, hi)
+                   if (b + d) // SECTOR in fetched}
+        if len(want - covered) >= SECTOR:
+            return False
+    return seen
 
 
 _COPY = re.compile(rb"\b(?:memcpy|memset|memmove)\s*\(")
