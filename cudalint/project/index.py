@@ -35,7 +35,7 @@ from pathlib import Path
 
 from cudalint.model.consteval import eval_int
 from cudalint.model.dispatch import dispatch_aliases
-from cudalint.model.preproc import PLATFORM
+from cudalint.model.preproc import as_if, off_cuda_build
 from cudalint.model.instances import split_args
 from cudalint.project.launch_text import call_args, local_init, pointer_targets, split_top
 from cudalint.project.header_functions import header_functions
@@ -191,38 +191,42 @@ def scan(path: str, text: str) -> FileFacts:
     return FileFacts(path, includes, macros, kernels, raw, text)
 
 
-_PLATFORM_HINT = re.compile(r"HIP|ROCM")
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b([^\n]*)",
-                        re.MULTILINE)
+_PLATFORM_HINT = re.compile(r"HIP|ROCM|GOOGLE_CUDA")
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b"
+                        r"((?:[^\n]*\\\r?\n)*[^\n]*)", re.MULTILINE)
 
 
 def _hip_regions(text: str) -> list[tuple[int, int]]:
     """Char ranges on the HIP/ROCm side of a platform guard (``#if defined(USE_ROCM)``
-    up to its ``#else``; after the ``#else`` of ``#ifndef __HIP_PLATFORM_AMD__``): a
-    CUDA build never sees what is defined there (exllamav2's compat.cuh maps
-    `__shfl_xor_sync` to the legacy `__shfl_xor` for ROCm only; expanded in a CUDA file,
-    it made 8 false CL104). The same test as model.preproc.not_for_modern_cuda."""
+    up to its ``#else``; after the ``#else`` of ``#ifndef __HIP_PLATFORM_AMD__``; the
+    ``#elif TENSORFLOW_USE_ROCM`` of ``#if GOOGLE_CUDA``; the ``#else`` of ``#ifdef
+    __HIP_PLATFORM_NVCC__``): a CUDA build never sees what is defined there (exllamav2's
+    compat.cuh maps `__shfl_xor_sync` to the legacy `__shfl_xor` for ROCm only; expanded
+    in a CUDA file, it made 8 false CL104). The same test as
+    model.preproc.not_for_modern_cuda (``off_cuda_build`` on the chain of conditions)."""
     out: list[tuple[int, int]] = []
-    stack: list[tuple[bool, bool, int]] = []   # (platform guard, HIP side now, start)
+    stack: list[tuple[list[str], int, int]] = []   # (conditions so far, branch, start)
     for m in _DIRECTIVE.finditer(text):
-        kind, rest = m.group(1), m.group(2)
+        kind, rest = m.group(1), _TAIL_COMMENT.sub(" ", m.group(2))
         if kind in ("if", "ifdef", "ifndef"):
-            platform = bool(PLATFORM.search(rest))
-            negated = kind == "ifndef" or rest.lstrip().startswith("!")
-            stack.append((platform, platform and not negated, m.end()))
+            stack.append(([as_if(kind, rest)], 0, m.end()))
         elif not stack:
             continue
-        elif kind in ("elif", "else"):
-            platform, hip, start = stack[-1]
-            if hip:
+        else:
+            chain, branch, start = stack[-1]
+            if off_cuda_build(chain, branch):
                 out.append((start, m.start()))
-            # an #elif's own condition is not followed: its side is left as CUDA's
-            stack[-1] = (platform, platform and not hip and kind == "else", m.end())
-        else:                                   # endif
-            platform, hip, start = stack.pop()
-            if hip:
-                out.append((start, m.start()))
+            if kind == "endif":
+                stack.pop()
+            elif kind == "else":
+                stack[-1] = (chain, len(chain), m.end())
+            else:
+                chain = chain + [as_if(kind, rest)]
+                stack[-1] = (chain, len(chain) - 1, m.end())
     return out
+
+
+_TAIL_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
 def _launches(text: str) -> list[tuple]:

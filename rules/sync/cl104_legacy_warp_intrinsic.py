@@ -38,6 +38,21 @@ class LegacyWarpIntrinsic(Rule):
         v += __shfl_down_sync(0xffffffff, v, offset);
     ```
 
+    ## When it stays silent
+    On code a CUDA build does not compile: version-guarded compatibility code
+    (`#if CUDA_VERSION < 9000`), names the unit defines itself, and the HIP/ROCm side of
+    a platform guard, found by evaluating the `#if`/`#elif`/`#else` chain as a CUDA
+    build would (`model.preproc.off_cuda_build`): `USE_ROCM`, `TENSORFLOW_USE_ROCM`,
+    `__HIPCC__`, `__HIP_PLATFORM_AMD__` and `__HIP_PLATFORM_HCC__` are undefined there,
+    `GOOGLE_CUDA`, `__HIP_PLATFORM_NVCC__` and `__HIP_PLATFORM_NVIDIA__` defined. So the
+    `#elif TENSORFLOW_USE_ROCM` of `#if GOOGLE_CUDA` (deepmd-kit's tabulate.cu) and the
+    `#else` of `#ifdef __HIP_PLATFORM_NVCC__` (HOOMD's ECL.cuh; HOOMD's CMake defines it
+    for every CUDA build) are not reported, nor is a macro a header `#define`s there
+    expanded (exllamav2's compat.cuh). The side a CUDA build compiles still is
+    (`#if GOOGLE_CUDA || TENSORFLOW_USE_ROCM`, the then-side of `#ifdef
+    __HIP_PLATFORM_NVCC__`). These were 4 wrong findings of the eighth triage
+    (bench/triage/sheet-newcorpus8.md, class W3).
+
     ## Fix safety
     The fix inserts the full mask `0xffffffff`. That is right only when all 32 lanes
     reach the call; in divergent code (inside `if (lane < 16)`, or after some lanes
