@@ -1,3 +1,4 @@
+from cudalint.analysis.memory.bank_exits import reaching_columns, without_exits
 from cudalint.analysis.memory.bank_vectors import merged_statements
 from cudalint.analysis.memory.figures import (at_the_call, bank_conflict_figures,
                                               block_line_metrics, merge_reached,
@@ -167,6 +168,18 @@ class SharedBankConflict(Rule):
     layout change is suggested. A place said for several instantiations or calling
     kernels with different figures is one finding, the worst, naming the others.
 
+    (Revised 2026-11-24, issue 20: sheet-newcorpus8 W4) Lanes that leave the loop
+    iteration through `if (c) continue;` or `if (c) break;` before the access (an
+    earlier statement of a block that holds it, the jump's loop around both) do not run
+    it, as if it were under `if (!c)`: gpu4pyscf's `type1_rad_ang<3>` reads `prad[0]`
+    only in lanes with i + j + k in {0, 2} (the rest `continue`), `rad_all[0]` and
+    `rad_all[8]`, in different banks: no conflict, where counting the lanes that skip it
+    (i + j + k up to 7, `rad_all[16]`) said 2-way (fixtures/CL202/iteration_exits.cu).
+    The lanes are removed only where the condition gives the same lanes in every sample
+    of the unknowns that leaves some lane in the iteration (a jump decided by data or by
+    a parameter removes none, as for an enclosing `if`), and not for the merged copies of
+    an unrolled loop (`analysis/memory/bank_exits.py`).
+
     When the degree depends on values the kernel receives it is reported only as a sure
     lower bound ("at least N-way", `exact: false`): the lanes whose distances do not
     depend on them, at their best alignment. JSON metrics: `wavefronts`,
@@ -244,6 +257,11 @@ class SharedBankConflict(Rule):
             # unrolled loop, are one vector
             stated = access if merge is None else merge.executed
             executed = vector_access(stated) or stated
+            if executed is stated:
+                # lanes that left the iteration (`if (c) continue;`) before the access
+                # do not run it, as if it were under `if (!c)`; not applied to the copies
+                # of an unrolled loop, whose jumps may move with the counter
+                executed = without_exits(executed, reaching_columns(access))
             if executed is not access and \
                     surely_below(executed, wavefronts, 2 * executed.ideal_wavefronts):
                 continue
