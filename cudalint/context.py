@@ -89,6 +89,21 @@ class UnitContext:
         except Exception:           # a position the source layer cannot map
             return self.unit.data.count(b"\n", 0, offset) + 1
 
+    def own_line(self, node: Node | int) -> int | None:
+        """The file's line of a node, None for a header's text appended to the unit (issue
+        13): what a finding's metrics carry."""
+        return self.unit.own_line(node if isinstance(node, int) else node.start_byte)
+
+    def place(self, node: Node | int) -> str:
+        """Where a message says another place is: "line 12" of the file, or "line 3 of
+        `helpers.cuh`" for a device function the unit took from a project header (its
+        appended text maps to the `#include`'s line, which names the wrong code)."""
+        offset = node if isinstance(node, int) else node.start_byte
+        got = self.unit.header_place(offset) if self.unit.spliced else None
+        if got is not None:
+            return f"line {got[1]} of `{got[0]}`"
+        return f"line {self.line(offset)}"
+
     def calls_named(self, *names: str) -> list[Node]:
         out = [c for n in names for c in self.calls.get(n, [])]
         return sorted(out, key=lambda c: c.start_byte)

@@ -211,3 +211,33 @@ def test_lines_inside_the_header_are_not_told_as_lines_of_the_file(tmp_path):
     assert d.row == 4 and "loop at line" not in d.message, d.message
     assert "across the loop" in d.message
     assert d.message.endswith("(in `spc.cuh` at line 6, column 9, called here)")
+
+
+def test_a_race_into_header_code_names_the_header_line(tmp_path: Path):
+    # the kernel stores to `__shared__` and a header function reads a neighbour's slot
+    # with no barrier between: the message must name the header's line for the read, not
+    # the `#include` line its appended text maps to (a "line 1" that names the wrong code)
+    (tmp_path / "nb.cuh").write_text(
+        "#pragma once\n"
+        "__device__ inline float left(const float* s) {\n"
+        "    return s[threadIdx.x + 1];\n"
+        "}\n")
+    (tmp_path / "k.cu").write_text(
+        '#include "nb.cuh"\n'
+        "__global__ void k(const float* in, float* out) {\n"
+        "    __shared__ float s[257];\n"
+        "    s[threadIdx.x] = in[threadIdx.x];\n"
+        "    out[threadIdx.x] = left(s);\n"
+        "}\n"
+        "void go(const float* i, float* o) { k<<<1, 256>>>(i, o); }\n")
+    races = [d for d in _lint(tmp_path, "k.cu", ("CL101", "CL102")) if d.code == "CL102"]
+    assert races, "the cross-warp read-after-write is found through the header"
+    (d,) = races
+    # reported at the kernel's call of the header function (the read itself is in the
+    # header's appended text, where nothing is reported), naming the header's line
+    assert (d.row, d.column) == (5, 24), (d.row, d.column)
+    assert "`s[threadIdx.x + 1]` (line 3 of `nb.cuh`)" in d.message, d.message
+    assert "`s[threadIdx.x]` (line 4)" in d.message, d.message
+    assert "(line 1)" not in d.message, d.message
+    assert d.metrics["read_line"] is None and d.metrics["write_line"] == 4
+    assert d.metrics["in_header"] == {"file": "nb.cuh", "line": 3, "column": 12}

@@ -62,8 +62,8 @@ def line(node) -> int:
 
 def describe(race: Race, ctx) -> tuple[str, str, str]:
     """(write expression + line, read expression + line, the example threads)."""
-    first = f"`{text(race.first)}` (line {ctx.line(race.first)})"
-    second = f"`{text(race.second)}` (line {ctx.line(race.second)})"
+    first = f"`{text(race.first)}` ({ctx.place(race.first)})"
+    second = f"`{text(race.second)}` ({ctx.place(race.second)})"
     t_first, t_second = race.threads
     if race.first_write:
         write, read = first, second
@@ -76,12 +76,48 @@ def describe(race: Race, ctx) -> tuple[str, str, str]:
     return write, read, example
 
 
+def relocated(ctx, finding, race: Race):
+    """``finding`` when it is in the file's own text; one made on a header's device
+    function (text appended to the unit: project/header_functions.py, where the engine
+    reports nothing) moved to the kernel's call that ran it, saying where it is in the
+    header; None when that call is not in the file's own text either (issue 13)."""
+    unit = ctx.unit
+    if not unit.spliced or unit.spliced_piece(finding.start) is None:
+        return finding
+    site = race.site or _call_in_kernel(ctx, finding.start, race)
+    place = unit.header_place(finding.start)
+    if site is None or place is None or unit.spliced_piece(site.start_byte) is not None:
+        return None
+    shown, row, col = place
+    finding.start, finding.end = site.start_byte, site.end_byte
+    finding.message += f" (in `{shown}` at line {row}, column {col}, called here)"
+    finding.metrics["in_header"] = {"file": shown, "line": row, "column": col}
+    finding.fix = None
+    return finding
+
+
+def _call_in_kernel(ctx, offset: int, race: Race):
+    """The first call in the race's kernel, in the file's own text, of the header
+    function holding unit byte ``offset`` (None: called only through other functions)."""
+    model = ctx.model
+    holder = next((f for f in model.functions if f.body is not None
+                   and f.node.start_byte <= offset < f.node.end_byte), None)
+    body = race.kernel.body
+    if holder is None or body is None:
+        return None
+    for call in ctx.calls_named(holder.name):
+        if body.start_byte <= call.start_byte < body.end_byte and \
+                ctx.unit.spliced_piece(call.start_byte) is None:
+            return call
+    return None
+
+
 def metrics(race: Race, others: int, ctx) -> dict:
     t_first, t_second = race.threads
     return {
         "array": race.array.split("@")[0],
-        "write_line": ctx.line(race.first if race.first_write else race.second),
-        "read_line": ctx.line(race.second if race.first_write else race.first),
+        "write_line": ctx.own_line(race.first if race.first_write else race.second),
+        "read_line": ctx.own_line(race.second if race.first_write else race.first),
         "hazard": "read-after-write" if race.first_write else "write-after-read",
         "threads": [t_first, t_second],
         "byte_offset": race.address,
@@ -126,8 +162,8 @@ class Exchange:
         return self.race.second
 
     def lines(self, ctx) -> list[int]:
-        """The steps' lines in the file."""
-        return sorted({ctx.line(s) for s in self.steps})
+        """The steps' lines in the file (not those in a header's appended text)."""
+        return sorted({n for s in self.steps if (n := ctx.own_line(s)) is not None})
 
 
 def _span(race: Race) -> tuple[int, int]:

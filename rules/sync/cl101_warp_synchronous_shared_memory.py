@@ -1,8 +1,8 @@
 from cudalint.diagnostics import Edit, Finding, Fix
 from cudalint.rule import Rule
 
-from cudalint.rules.sync._race_common import clause, describe, exchange_fix, line_ranges, metrics, \
-    warp_exchanges
+from cudalint.rules.sync._race_common import (clause, describe, exchange_fix, line_ranges,
+                                              metrics, relocated, warp_exchanges)
 
 
 class WarpSynchronousSharedMemory(Rule):
@@ -83,7 +83,8 @@ class WarpSynchronousSharedMemory(Rule):
             arr = race.array.split("@")[0]
             lines = ex.lines(ctx)
             if len(ex.steps) > 1:
-                lead = (f"{len(ex.steps)} steps (lines {line_ranges(lines)}) exchange "
+                at = f" (lines {line_ranges(lines)})" if lines else ""
+                lead = (f"{len(ex.steps)} steps{at} exchange "
                         f"`{arr}` between lanes of a warp with no `__syncwarp()`: "
                         f"{clause(race, 'another lane of the same warp', ctx)} ({example})")
             else:
@@ -92,7 +93,9 @@ class WarpSynchronousSharedMemory(Rule):
             m = metrics(race, len(ex.races), ctx)
             m["steps"] = len(ex.steps)
             m["lines"] = lines
-            yield Finding.at(
+            found = relocated(ctx, Finding.at(
                 race.second,
                 f"warp-synchronous shared memory: {lead}; `volatile` does not order lanes",
-                metrics=m, fix=fix)
+                metrics=m, fix=fix), race)
+            if found is not None:
+                yield found

@@ -4,7 +4,8 @@ from cudalint.rule import Rule
 from cudalint.analysis.sync.races import Race
 from cudalint.parse import text
 from cudalint.rules.sync._race_common import (RaceGroup, clause, describe, line_ranges,
-                                              metrics, race_groups, statement_of)
+                                              metrics, race_groups, relocated,
+                                              statement_of)
 
 
 class MissingBlockBarrier(Rule):
@@ -82,14 +83,18 @@ class MissingBlockBarrier(Rule):
                 node, races = group.units[0]
                 race = races[0]
                 _, _, example = describe(race, ctx)
-                yield Finding.at(
+                found = relocated(ctx, Finding.at(
                     node,
                     f"missing `__syncthreads()`: "
                     f"{clause(race, 'threads of other warps', ctx)} "
                     f"with no block barrier between ({example})",
-                    metrics=metrics(race, len(races), ctx))
+                    metrics=metrics(race, len(races), ctx)), race)
+                if found is not None:
+                    yield found
             else:
-                yield race_finding(group, ctx)
+                found = relocated(ctx, race_finding(group, ctx), _representative(group))
+                if found is not None:
+                    yield found
 
 
 def _representative(group: RaceGroup) -> Race:
@@ -98,6 +103,11 @@ def _representative(group: RaceGroup) -> Race:
     shared data by every thread breaks the result), then the earliest place."""
     return min(group.races, key=lambda r: (id(r) in group.same_value, r.first_write,
                                            r.second.start_byte, r.first.start_byte))
+
+
+def _at_lines(lines: list[int]) -> str:
+    """" at lines 12-14" (nothing when every place is in a header's appended text)."""
+    return f" at lines {line_ranges(lines)}" if lines else ""
 
 
 def _same_value_note(group: RaceGroup) -> str:
@@ -121,8 +131,9 @@ def call_finding(group: RaceGroup, ctx) -> Finding:
     fn = site.child_by_field_name("function")
     name = text(fn) if fn is not None else text(site)
     arrays = sorted({r.array.split("@")[0] for r in races})
-    lines = sorted({ctx.line(n) for r in races for n in (r.first, r.second)
-                    if not kernel.start_byte <= n.start_byte < kernel.end_byte})
+    lines = sorted({ln for r in races for n in (r.first, r.second)
+                    if not kernel.start_byte <= n.start_byte < kernel.end_byte
+                    and (ln := ctx.own_line(n)) is not None})
     where = (f"every thread runs `{name}` (written for one thread) on `__shared__` "
              f"{', '.join(f'`{a}`' for a in arrays)}, and threads of different warps race "
              f"inside the call")
@@ -141,8 +152,8 @@ def call_finding(group: RaceGroup, ctx) -> Finding:
     return Finding.at(
         site,
         f"missing `__syncthreads()`: {where}: {clause(race, 'threads of other warps', ctx)} "
-        f"({example}); {len(races)} racing pair{'s' if len(races) != 1 else ''} at lines "
-        f"{line_ranges(lines)}{_same_value_note(group)} ({fix})",
+        f"({example}); {len(races)} racing pair{'s' if len(races) != 1 else ''}"
+        f"{_at_lines(lines)}{_same_value_note(group)} ({fix})",
         metrics=m)
 
 
@@ -156,7 +167,8 @@ def race_finding(group: RaceGroup, ctx) -> Finding:
     _, _, example = describe(race, ctx)
     write = race.first if race.first_write else race.second
     arrays = sorted({r.array.split("@")[0] for r in races})
-    lines = sorted({ctx.line(n) for r in races for n in (r.first, r.second)})
+    lines = sorted({ln for r in races for n in (r.first, r.second)
+                    if (ln := ctx.own_line(n)) is not None})
     m = metrics(race, len(races), ctx)
     m["lines"] = lines
     m["arrays"] = arrays
@@ -165,7 +177,7 @@ def race_finding(group: RaceGroup, ctx) -> Finding:
         statement_of(write) if _rmw(race) else write,
         f"missing `__syncthreads()`: {clause(race, 'threads of other warps', ctx)} "
         f"with no block barrier between ({example}); {len(races)} racing pairs on "
-        f"{', '.join(f'`{a}`' for a in arrays)} at lines {line_ranges(lines)}"
+        f"{', '.join(f'`{a}`' for a in arrays)}{_at_lines(lines)}"
         f"{_same_value_note(group)}",
         metrics=m)
 

@@ -82,7 +82,7 @@ class DivergentBarrier(Rule):
                         "while the others wait at it in this one")
             elif b.meets is not None:
                 then = (f"; the threads that skip it wait at `{_spelling(b.meets)}` "
-                        f"(line {ctx.line(b.meets)}) instead")
+                        f"({ctx.place(b.meets)}) instead")
             elif old_gpu:
                 then = f" (on {ctx.settings.arch}, before Volta's independent scheduling)"
             else:
@@ -96,7 +96,7 @@ class DivergentBarrier(Rule):
                     metrics={"barrier": b.spelling,
                              "kernel": b.fn.name if b.fn.is_kernel else None,
                              "function": b.fn.name,
-                             "meets_line": ctx.line(b.meets) if b.meets is not None
+                             "meets_line": ctx.own_line(b.meets) if b.meets is not None
                              else None})
 
 

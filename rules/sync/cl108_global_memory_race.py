@@ -71,19 +71,18 @@ class GlobalMemoryRace(Rule):
         for race in ctx.analysis(GlobalRaces).items:
             first, second = describe_threads(race)
             what = "writes" if race.other_is_store else "reads"
-            line = race.other.start_point[0] + 1
             order = ("nothing orders threads of different blocks within a launch"
                      if race.blocks[0] != race.blocks[1] else
                      "no barrier orders them")
             if race.via is not None:
                 # the store is in a device function: say which kernel's launch
                 order += (f"; `{race.kernel.instance or race.kernel.name}` calls the "
-                          f"device function at line {ctx.line(race.via)}")
+                          f"device function at {ctx.place(race.via)}")
             yield Finding.at(
                 race.store,
                 f"global memory race: {first} stores `{text(race.store)}` and {second} "
-                f"{what} the same element through `{text(race.other)}` (line {line}) in "
-                f"the same launch; {order} (write to a separate output buffer, or split "
+                f"{what} the same element through `{text(race.other)}` "
+                f"({ctx.place(race.other)}) in the same launch; {order} (write to a separate output buffer, or split "
                 f"the update into two launches)",
                 metrics={"kernel": race.kernel.name, "buffer": race.region,
                          "threads": list(race.threads), "blocks": list(race.blocks),

@@ -104,7 +104,7 @@ class SkippedBarriers:
                     continue
                 try:
                     found = divergence(sync.node, fn.body, dep, lambda n: ctx.analysis(
-                        RaceAnalysis).reached_by_part(n), queries, ctx.line)
+                        RaceAnalysis).reached_by_part(n), queries, ctx.place)
                 except RecursionError:
                     # a condition nested deeper than the analysis can follow (thousands
                     # of terms, machine-made code): undecided, so silent
@@ -141,11 +141,11 @@ class _Lazy:
         return self._dep.reason(node)
 
 
-def _unit_line(node) -> int:
-    return node.start_point[0] + 1
+def _unit_place(node) -> str:
+    return f"line {node.start_point[0] + 1}"
 
 
-def divergence(node, body, dep, executed, queries=None, _line=_unit_line):
+def divergence(node, body, dep, executed, queries=None, _place=_unit_place):
     """(why, deciding statement, kind) when ``node`` is not reached by every thread,
     else None. Branches and early returns on thread-dependent conditions are decided
     statically (the programming model forbids them whatever the sizes); a loop's trip
@@ -154,7 +154,7 @@ def divergence(node, body, dep, executed, queries=None, _line=_unit_line):
     n is a multiple). ``kind``: "if", "else", "loop", "switch", "ternary" (the
     statement is the enclosing one), "return", "break", "continue" (the statement is the
     exit; for break/continue the loop it leaves comes back as the statement).
-    ``_line`` gives the line a message names (the file's: ``ctx.line``)."""
+    ``_place`` says where a place a message names is ("line 12": ``ctx.place``)."""
     guards = control_context(node, body)
     if any(g.kind in ("opaque",) for g in guards):
         return None
@@ -166,20 +166,20 @@ def divergence(node, body, dep, executed, queries=None, _line=_unit_line):
             continue
         cond = _condition(g.condition)
         if g.kind == "if":
-            return (f"is reached only by threads where `{cond}` (line {_line(g.node)})",
+            return (f"is reached only by threads where `{cond}` ({_place(g.node)})",
                     g.node, "if")
         if g.kind == "else":
-            return (f"is reached only by threads where `!({cond})` (line {_line(g.node)})",
+            return (f"is reached only by threads where `!({cond})` ({_place(g.node)})",
                     g.node, "else")
         if g.kind == "loop":
             if not executed(node):
                 continue
             return (f"is inside a loop whose trip count depends on the thread "
-                    f"(`{cond}`, line {_line(g.node)})", g.node, "loop")
+                    f"(`{cond}`, {_place(g.node)})", g.node, "loop")
         if g.kind == "switch":
             return (f"is inside a `switch ({cond})` on a thread-dependent value",
                     g.node, "switch")
-        return (f"is evaluated only by threads where `{cond}` (line {_line(g.node)})",
+        return (f"is evaluated only by threads where `{cond}` ({_place(g.node)})",
                 g.node, g.kind)
     loops = [g.node for g in guards if g.kind == "loop"]
     for ex in exits_before(node, body, queries, guards):
@@ -193,13 +193,13 @@ def divergence(node, body, dep, executed, queries=None, _line=_unit_line):
                 cond = f"!({cond})"
             if ex.kind == "return":
                 return (f"follows an early `return` taken by threads where `{cond}` "
-                        f"(line {_line(ex.node)})", ex.node, "return")
+                        f"({_place(ex.node)})", ex.node, "return")
             if not executed(node):
                 continue
             owner = next((lp for lp in loops if lp.start_byte <= ex.node.start_byte
                           and ex.node.end_byte <= lp.end_byte), None)
             return (f"is inside a loop that threads where `{cond}` leave early "
-                    f"(`{ex.kind}`, line {_line(ex.node)})", owner, ex.kind)
+                    f"(`{ex.kind}`, {_place(ex.node)})", owner, ex.kind)
     return None
 
 
