@@ -82,8 +82,8 @@ class GlobalMemoryRace(Rule):
                 race.store,
                 f"global memory race: {first} stores `{text(race.store)}` and {second} "
                 f"{what} the same element through `{text(race.other)}` "
-                f"({ctx.place(race.other)}) in the same launch; {order} (write to a separate output buffer, or split "
-                f"the update into two launches)",
+                f"({ctx.place(race.other)}) in the same launch; {order} (write to a "
+                f"separate output buffer, or split the update into two launches)",
                 metrics={"kernel": race.kernel.name, "buffer": race.region,
                          "threads": list(race.threads), "blocks": list(race.blocks),
                          "byte": race.byte, "block": list(race.block)})
