@@ -710,7 +710,12 @@ def _enum_values(node: Node, env: dict[str, int]) -> dict[str, int]:
 
 
 def _last_initializer(declarations: list[Node], name: str, before: int) -> Node | None:
-    """The initializer of the last declaration of ``name`` before a byte offset."""
+    """The initializer of the last declaration of ``name`` before a byte offset that is
+    in scope there: a declaration in a sibling ``{ }`` is not (gpu4pyscf pcm.cu declares
+    `const dim3 threads(THREADS, THREADS)` in one block and `threads(THREADS * THREADS)`
+    in the next: the second launch's block is 1-D, not 32x32; class W7 of
+    bench/triage/sheet-newcorpus8.md). A last declaration whose value cannot be read
+    leaves it unknown, not the one before it."""
     best = None
     key = name.encode() if "\ufffd" not in name else b""
     for decl in declarations:
@@ -720,18 +725,29 @@ def _last_initializer(declarations: list[Node], name: str, before: int) -> Node 
             continue            # cannot declare it
         for d in decl.children_by_field_name("declarator"):
             if d.type == "init_declarator" and text(d.child_by_field_name("declarator")) == name:
-                best = d.child_by_field_name("value")
+                if _in_scope(decl, before):
+                    best = d.child_by_field_name("value")
             elif d.type == "function_declarator" and \
                     text(d.child_by_field_name("declarator")) == name:
+                if not _in_scope(decl, before):
+                    continue
                 # `dim3 threads(THREADS);` parses as a function declaration: its
                 # "parameter types" are the constructor's arguments
                 params = d.child_by_field_name("parameters")
-                if params is not None and params.named_children and all(
-                        p.type == "parameter_declaration" and
-                        p.child_by_field_name("declarator") is None
-                        for p in params.named_children):
-                    best = params
+                best = params if params is not None and params.named_children and all(
+                    p.type == "parameter_declaration" and
+                    p.child_by_field_name("declarator") is None
+                    for p in params.named_children) else None
     return best
+
+
+def _in_scope(decl: Node, at: int) -> bool:
+    """Whether ``decl``'s block (or the statement holding it: a ``for`` init) still
+    encloses the byte offset ``at``. Node.parent walks down from the root, so it is
+    asked only of declarations of the name looked up."""
+    scope = decl.parent
+    return scope is None or scope.type == "translation_unit" or \
+        scope.start_byte <= at < scope.end_byte
 
 
 _MACRO_NOISE = re.compile(r"/\*.*?\*/|//[^\n]*|\\\r?\n", re.S)
