@@ -26,7 +26,13 @@ class GlobalMemoryRace(Rule):
     condition whose one part reads memory still keeps its other parts (`t < n &&
     pad[b]` lets only threads below `n` through). With no launch in the project, a
     1-D kernel is taken at 256 threads, or at the width K its index is written for
-    (`threadIdx.x + blockIdx.x * K`, K a constant, `blockDim.x` never read). An
+    (`threadIdx.x + blockIdx.x * K`, K a constant, `blockDim.x` never read); (revised
+    2026-11-24, sheet-newcorpus8 W9) when every launch passes its block size as a
+    parameter too (`k<<<n, K>>>(u, K)`), at 32, 256 and 1024 threads with the parameter
+    bound to each, a store reported only if it races at all three (faiss's
+    `uterm[blockIdx.x * K + threadIdx.x]` does at none). A launch's `dim3` variable is
+    the one declared in scope at the launch, not a same-named one of a sibling `{ }`
+    block (W7: gpu4pyscf pcm.cu's 1-D block of 1024 was read as the sibling 32x32). An
     unknown parameter that multiplies the thread index (a row pitch) is taken at a
     large value (1024); one that shifts every address (`a[tid + offset]`) at 1, 37
     and 1024. Accesses in the device functions the kernel calls directly are evaluated

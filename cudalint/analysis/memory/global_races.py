@@ -43,6 +43,13 @@ unless its own index says the width it is written for: ``threadIdx.x + blockIdx.
 with K a constant of the unit (``block_size_x``, a tuner's macro) in a kernel that never
 reads ``blockDim.x`` is evaluated with blocks of K threads (32 to 1024). Blocks 0 and 1 of
 another width would meet at indices the kernel's own tiling never gives two threads.
+A kernel every launch of which passes one value both as its block size and as one of
+its scalar parameters (``k<<<n, K>>>(u, K)``: blockDim.x is K) is evaluated at blocks of
+32, 256 and 1024 threads with that parameter bound to the width, and a store is reported
+only when it races at each (faiss's ``uterm[blockIdx.x * K + threadIdx.x] += ...`` is one
+element per thread for every K; sheet-newcorpus8 W9). A launch's ``dim3`` variable is the
+declaration in scope at the launch (model.kernels ``_last_initializer``), not a
+same-named one of a sibling ``{ }`` (sheet-newcorpus8 W7).
 
 Not reported: atomics (the address is taken); an access under a condition that reads an
 atomic's result (the last thread to arrive finishes the work, ordered by the atomic);
@@ -280,10 +287,75 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns, up,
     shape = block_shape(ctx, fn)
     if shape is None and _one_dimensional(fn) and _no_known_block(ctx, fn):
         shape = any_1d_block(fn)
+        param = _block_param(ctx, fn)
+        if shape is not None and param is not None:
+            return _for_every_width(ctx, fn, sites, structs, barrier_fns, up, shared,
+                                    shape, param)
         width = _index_width(fn)
         if shape is not None and width is not None and (
                 shape.bound is None or width <= shape.bound):
             shape = replace(shape, dims=(width, 1, 1))
+    return _races_at(ctx, fn, sites, structs, barrier_fns, up, shared, shape, {})
+
+
+# the block widths a kernel whose blockDim.x is one of its parameters is evaluated at
+PARAM_WIDTHS = (32, 256, 1024)
+
+
+def _for_every_width(ctx, fn, sites, structs, barrier_fns, up, shared, shape,
+                     param: str) -> list[GlobalRace]:
+    """Races of a kernel every launch of which passes one value as its block width and
+    as the parameter ``param`` (faiss IcmEncoder ``runNormAddition<<<n, K>>>(u, nm, K)``
+    indexes ``blockIdx.x * K + threadIdx.x``: one element per thread for any K). The
+    kernel is evaluated with blocks of 32, 256 and 1024 threads, ``param`` bound to the
+    width each time, and a store is reported only when it races at every width (the
+    message is the 256-thread block's). Taking the any-block 256 with ``param`` unknown
+    made threads of blocks 0 and 1 meet at an index no launch gives two threads
+    (bench/triage/sheet-newcorpus8.md, class W9)."""
+    kept: dict[int, GlobalRace] | None = None
+    for w in PARAM_WIDTHS:
+        if shape.bound is not None and w > shape.bound:
+            continue
+        races = _races_at(ctx, fn, sites, structs, barrier_fns, up, shared,
+                          replace(shape, dims=(w, 1, 1)), {param: w})
+        at = {r.store.id: r for r in races}
+        if kept is None:
+            kept = at
+        else:
+            kept = {k: (at[k] if w == 256 else r) for k, r in kept.items() if k in at}
+        if not kept:
+            return []
+    return list(kept.values()) if kept else []
+
+
+def _block_param(ctx: "UnitContext", fn: "Function") -> str | None:
+    """The scalar parameter that is the kernel's blockDim.x: every launch of the unit
+    passes the block size it launches with (one name or expression, the same text) as
+    that parameter's argument too, and the kernel reads the parameter."""
+    launches = ctx.model.launches_of(fn.name)
+    if not launches or fn.body is None:
+        return None
+    names: set[str] | None = None
+    for launch in launches:
+        if len(launch.config) < 2:
+            return None
+        block = launch.config[1].text
+        here = {fn.params[i].name for i, a in enumerate(launch.args)
+                if i < len(fn.params) and a.text == block and not fn.params[i].is_pointer}
+        names = here if names is None else names & here
+        if not names:
+            return None
+    if names is None or len(names) != 1:
+        return None
+    name = names.pop()
+    return name if name and re.search(rb"\b" + re.escape(name.encode()) + rb"\b",
+                                      fn.body.text) else None
+
+
+def _races_at(ctx, fn, sites, structs, barrier_fns, up, shared, shape,
+              forced: dict[str, int]) -> list[GlobalRace]:
+    """The races of the kernel for the block ``shape``, ``forced`` binding parameters
+    (the one that is blockDim.x) beside the launches' constants."""
     if shape is None or nesting(fn.body, MAX_NEST) > MAX_NEST:    # lanes.MAX_NEST
         return []
     body = fn.body.text
@@ -300,6 +372,7 @@ def _kernel_races(ctx, fn, sites, structs, barrier_fns, up,
     if not (same_block or cross_block):
         return []
     values = {name: v for name, (v, _) in launch_bindings(ctx, fn).items()}
+    values.update(forced)
     alias = _aliases(ctx, fn)
     key = None
     if shared is not None and fn.type_bindings:
