@@ -159,11 +159,18 @@ def _nest(kind: int, n: int) -> bytes:
     return pairs[kind % len(pairs)] * n
 
 
+MUTATE_MAX = 4 << 20     # bytes a mutated input may grow to between two operations
+
+
 def mutate(data: bytes, ops, corpus: list[bytes], snippets: tuple[bytes, ...],
            scale: int = 1) -> bytes:
     """Apply the operations ``ops`` (tuples drawn by :func:`ops_strategy`) to ``data``."""
     buf = bytearray(data)
     for op in ops:
+        if len(buf) > MUTATE_MAX:
+            # a line duplicated 50 times, several times over, grew past 4 GB in the
+            # worker (fuzz seed 39's cache input: MemoryError in the harness itself)
+            del buf[MUTATE_MAX:]
         name = op[0]
         n = len(buf)
         if name == "flip" and n:
@@ -198,7 +205,7 @@ def mutate(data: bytes, ops, corpus: list[bytes], snippets: tuple[bytes, ...],
             a = buf.rfind(b"\n", 0, i) + 1
             b = buf.find(b"\n", i)
             b = n if b < 0 else b + 1
-            buf[b:b] = bytes(buf[a:b]) * (op[2] % 50 + 1)
+            buf[b:b] = bytes(buf[a:b]) * min(op[2] % 50 + 1, MUTATE_MAX // max(1, b - a) + 1)
         elif name == "nest":
             i = op[1] % (n + 1)
             buf[i:i] = _nest(op[2], op[3] * scale)
