@@ -10,22 +10,34 @@ must not say "of the N bytes a warp moves here, the kernel reads M" with the one
   other rows (threadIdx.y) and the next block rows (blockIdx.y) fill, or the thread's own
   loop plus the next block rows: the column-walk message naming those indices.
   Look-alikes that leave bytes of each sector to nobody keep the unused-bytes message.
+- N4 (fixtures/CL201/short_rows.cu): short rows stay silent where their length is known
+  (at most 36 bytes: fixtures/CL201/record_loop.json); a run-time length stays a finding
+  (the same shape with long rows was judged right in that triage).
 """
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
+import json
+
 from cudalint.config import Settings
 from cudalint.engine import lint_text
+from cudalint.rules.memory.cl201_uncoalesced_global_access import (SHORT_RECORD_BYTES,
+                                                                   UncoalescedGlobalAccess)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _findings(name: str) -> dict[int, object]:
+def _findings(name: str, every: bool = False) -> dict[int, object]:
     path = ROOT / "fixtures/CL201" / name
     s = replace(Settings(), select=("CL201",))
-    res = lint_text(str(path), path.read_text(), s, "cuda")
+    saved = UncoalescedGlobalAccess.report_whole_records
+    UncoalescedGlobalAccess.report_whole_records = every
+    try:
+        res = lint_text(str(path), path.read_text(), s, "cuda")
+    finally:
+        UncoalescedGlobalAccess.report_whole_records = saved
     return {d.row: d for d in res.diagnostics if d.code == "CL201"}
 
 
@@ -73,3 +85,24 @@ def test_look_alikes_that_leave_bytes_to_nobody_keep_the_waste():
     for row in (37, 47):
         assert found[row].metrics["wasted"] == "unused_bytes", row
         assert "bytes a warp moves here" in found[row].message
+
+
+def test_n4_short_rows_of_known_length_are_records_read_whole():
+    runs = json.loads((ROOT / "fixtures/CL201/record_loop.json").read_text())["runs"]
+    for k in (3, 8, 9):             # the shapes measured at no cost
+        rows, cols = runs[f"rows_K{k}"]["median_ms"], runs[f"cols_K{k}"]["median_ms"]
+        assert rows <= 1.05 * cols, k
+        assert 4 * k <= SHORT_RECORD_BYTES
+    slow = runs["rows_K32"]["median_ms"] / runs["cols_K32"]["median_ms"]
+    assert slow > 2.4
+    found = _findings("short_rows.cu")
+    assert not {19, 31, 42} & set(found)            # D = 3 (template, launch), M = 8
+    every = _findings("short_rows.cu", every=True)
+    assert {19, 31, 42} <= set(every)               # the figures are still there
+
+
+def test_n4_a_run_time_row_length_stays_a_row_walk_finding():
+    d = _findings("short_rows.cu")[51]
+    assert d.metrics["wasted"] == "row_walk"
+    assert "rows of 9 floats or fewer (`D` <= 9) ran as fast" in d.message
+    assert "rows of 32 floats or more (`D` >= 32 here)" in d.message

@@ -131,8 +131,14 @@ class UncoalescedGlobalAccess(Rule):
     2.4-2.8x slower (0.27 vs 0.10 ms over 256 MB, DRAM bytes equal to the useful bytes
     in both: the cost is L1 throughput; `fixtures/CL201/record_loop.json`, written by
     `tools/gputruth/record_loop.py`). A row-wise matrix-vector product's
-    `a[row * cols + k]`, whose row length `cols` is unknown, stays a finding. The hand triage of issue 20
-    (bench/triage/sheet-2026-11-24.md #1-#11, bench/triage/gpu/results-2026-11-24/)
+    `a[row * cols + k]`, whose row length `cols` is unknown, stays a finding
+    (sheet-newcorpus8 N4: pyg-lib's `pos[t * D + d]`, D = 3 in use, and faiss's rows
+    of M = 4-16 codes were judged not worth acting on, but tomopy's `recon[d * nx + i]`
+    and deepmd-kit's `last_layer_size` rows, the same shape with long rows, right in
+    the same triage; the source does not tell them apart. A length a template argument
+    or every launch gives, 36 bytes or less, is silent: fixtures/CL201/short_rows.cu).
+    The hand triage of issue 20 (bench/triage/sheet-2026-11-24.md #1-#11,
+    bench/triage/gpu/results-2026-11-24/)
     found 11/11 such findings not worth acting on: K-slots written once per query after
     an O(n) search loop (pytorch_cluster knn: 4 MB at the measured AoS store rate of
     265 GB/s, ~16 us against 15.7 ms for the kernel on an H100), pixels' K-records read
