@@ -42,8 +42,17 @@ def _one(path: Path, array: str, settings: Settings | None = None):
 
 def test_running_count_of_4800_bytes_gets_no_remedy_that_does_not_exist():
     """The pytorch3d shape: `offset` is stepped in an inner loop whose trip count is
-    data, the array is 4800 bytes and the kernel runs 256 threads a block."""
-    d = _one(CL204 / "remedies.cu", "next")
+    data, the array is 4800 bytes and the kernel runs 256 threads a block. (Not a
+    default finding since sheet-newcorpus8 N1: the array holds values the thread
+    computes; tests/test_cl204_newcorpus8.py. The message is the one reported with
+    the findings whose only remedy is to hold less.)"""
+    from cudalint.rules.memory.cl204_local_memory_array import LocalMemoryArray
+    old = LocalMemoryArray.report_without_remedy
+    LocalMemoryArray.report_without_remedy = True
+    try:
+        d = _one(CL204 / "remedies.cu", "next")
+    finally:
+        LocalMemoryArray.report_without_remedy = old
     m = d.message
     assert "`offset`, a running count, stepped a data-dependent number of times" in m
     assert "nvcc unrolls" not in m and "compile-time bound" not in m
@@ -184,7 +193,12 @@ def _lint(src: str, settings: Settings | None = None):
     return [d for d in lint_text("k.cu", src, s, "cuda").diagnostics if d.code == "CL204"]
 
 
-def test_a_device_function_takes_the_block_of_the_kernels_that_call_it():
+def test_a_device_function_takes_the_block_of_the_kernels_that_call_it(monkeypatch):
+    # clipped triangles the thread computes, with no home: withheld by default since
+    # sheet-newcorpus8 N1 (tests/test_cl204_newcorpus8.py); the message is checked here
+    from cudalint.rules.memory.cl204_local_memory_array import LocalMemoryArray
+    assert _lint(_DEVICE + _KERNEL) == []
+    monkeypatch.setattr(LocalMemoryArray, "report_without_remedy", True)
     [d] = _lint(_DEVICE + _KERNEL)
     assert (d.row, d.column) == (14, 17)
     assert "4800 bytes x 256 threads = 1200 KB" in d.message

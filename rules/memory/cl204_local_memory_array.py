@@ -1,6 +1,7 @@
 from cudalint.analysis.memory.local_index import LocalArrayIndexing
 from cudalint.analysis.memory.local_room import MAX_REGISTERS, function_block, \
     registers_for
+from cudalint.analysis.memory.local_staging import stages_loaded_data
 from cudalint.analysis.ptxas.occupancy import limits_for
 from cudalint.analysis.ptxas.ptxas_run import ptxas_facts
 from cudalint.model.launch_shape import MAX_THREADS_PER_BLOCK
@@ -108,7 +109,25 @@ class LocalMemoryArray(Rule):
       was never measured and withheld the advice from 2 KB and 4 KB arrays that ran
       2.19x to 34x faster with it. A table of constants needs one copy per block: `__constant__` memory or shared memory.
     - Otherwise the message says that the local-memory traffic stays and that holding
-      fewer elements per thread is what cuts it.
+      fewer elements per thread is what cuts it. (Revised 2026-11-24, issue 20:
+      sheet-newcorpus8 N1) Such a finding is reported by default only where the array
+      carries the data the thread loads: an index loaded from memory (a histogram), or a
+      store whose value reads memory in the same pass (`weight[k] = scale * (w_tmp -
+      zero)`, `w_tmp` read from `mat` in the loop; `analysis/memory/local_staging.py`).
+      There every loaded value costs local accesses, and consuming the data in chunks
+      where it is loaded removes them: DeepSpeed's fake quantizer, group max then
+      quantize from a float4[128] buffer, ran 13% and 22% faster reading the group again
+      (H100, bench/triage/gpu/results-newcorpus2/layers.json, sheet-newcorpus2 #31), and
+      AutoGPTQ's act-order `weight[256]` was judged right (sheet-newcorpus8 #93-#96). An
+      array of values the thread computes itself (the indices of a scan's hits copied
+      out once, octree flags, recurrence coefficients) offers nothing to act on: the
+      eighth triage judged all 8 such findings not worth it (SoftGroup bfs_cluster and
+      octree_ball_query, gpu4pyscf contract_Et's 5400-byte frames; #97-#104), as the
+      earlier sheets did pointnet2-style ball queries and mmcv's convex hull `Stack`
+      (sheet-newcorpus3 #66-#67, sheet-issue14 #18). Those stay silent
+      (fixtures/CL204/no_remedy.cuh: ptxas -v gives all three kernels a frame, 4000,
+      2400 and 1088 bytes, no_remedy.json; only the staging one is reported). The
+      rule has no user setting to report them (tests set `report_without_remedy`).
 
     `metrics` give the remedy offered (`remedy`: `unroll`, `template`, `shuffle`,
     `constant`, `shared`, `restructure`, joined by `+`), the registers the array would
@@ -159,12 +178,17 @@ class LocalMemoryArray(Rule):
     name = "local-memory-array"
     severity = "warning"
 
+    # findings whose only remedy is to hold less, for an array of values the thread
+    # computes itself (tests of the analysis; not a user setting)
+    report_without_remedy = False
+
     def check(self, ctx):
         if not ctx.model.local_arrays:
             return
         ptx = ctx.settings.ptxas
         compiled = ctx.analysis(ptxas_facts) if ptx.enabled or ptx.log else None
-        for facts in ctx.analysis(LocalArrayIndexing).arrays:
+        indexing = ctx.analysis(LocalArrayIndexing)
+        for facts in indexing.arrays:
             reason = facts.local_memory_reason()
             if reason is None:
                 continue
@@ -203,6 +227,9 @@ class LocalMemoryArray(Rule):
                 if frame else ""
             room = _Room(ctx, facts)
             advice, remedy = _advice(first, facts, room)
+            if remedy == "restructure" and not self.report_without_remedy and \
+                    not stages_loaded_data(indexing, facts):
+                continue                # no home, and no loaded data to consume in chunks
             metrics = {"array": arr.name, "elements": facts.elements,
                        "bytes": facts.bytes, "dynamic_accesses": len(facts.dynamic),
                        "reason": reason, "remedy": remedy}
