@@ -111,9 +111,10 @@ class LocalMemoryArray(Rule):
     - Otherwise the message says that the local-memory traffic stays and that holding
       fewer elements per thread is what cuts it. (Revised 2026-11-24, issue 20:
       sheet-newcorpus8 N1) Such a finding is reported by default only where the array
-      carries the data the thread loads: an index loaded from memory (a histogram), or a
-      store whose value reads memory in the same pass (`weight[k] = scale * (w_tmp -
-      zero)`, `w_tmp` read from `mat` in the loop; `analysis/memory/local_staging.py`).
+      carries the data the thread loads: inside a loop, an index loaded in the same pass
+      (a histogram), or a store whose value reads memory in the same pass (`weight[k] =
+      scale * (w_tmp - zero)`, `w_tmp` read from `mat` in the loop;
+      `analysis/memory/local_staging.py`).
       There every loaded value costs local accesses, and consuming the data in chunks
       where it is loaded removes them: DeepSpeed's fake quantizer, group max then
       quantize from a float4[128] buffer, ran 13% and 22% faster reading the group again

@@ -18,12 +18,13 @@ doubles the kernel's own, and consuming each value where it is loaded removes it
 The same holds where the data pick the element (``h[labels[k] % 200] += 1.0f``, an
 index loaded from memory): every loaded value costs a local access.
 
-``stages_loaded_data``: an index of the array is loaded from memory, or some ``=``
-store to the array takes a value that reads memory
-(a subscript or dereference of anything but a local array of the function, a ``->``
-field) in the same pass: in the stored expression, or through locals given a value in
-the body of the loop around the store (not its counter: ``for (int k = off[0]; ...)
-tmp[cnt] = k`` stores an index).
+``stages_loaded_data``: inside a loop, an index of the array or the value of an ``=``
+store to it reads memory (a subscript or dereference of anything but a local array of
+the function, a ``->`` field) in the same pass: in the expression itself, or through
+locals given a value in the body of the innermost loop around the access (not the
+loop's counter: ``for (int k = off[0]; ...) tmp[cnt] = k`` stores an index; not a
+value given outside the loop: SoftGroup's ``cnt = thre - start_len[0]`` after the
+scan). A store outside every loop (``Ez[0] = cc``) streams nothing.
 """
 from __future__ import annotations
 
@@ -45,17 +46,29 @@ def stages_loaded_data(owner: "LocalArrayIndexing", facts: "LocalArrayFacts") ->
     fn = facts.array.function
     if fn is None or fn.body is None:
         return False
-    if any(a.source == "memory" for a in facts.dynamic):
-        return True                     # an index loaded from memory: a histogram
     local = {a.name for a in owner.model.local_arrays if a.function is fn}
     for access in facts.accesses:
-        right = _stored_value(owner, access.node)
-        if right is None:
-            continue
         scope = _loop_body(owner, access.node, fn.body)
-        if _reads_memory(right, scope, local, 0, set()):
+        if scope is None:
+            continue                    # one store outside loops: nothing streams
+        if access.source == "memory" and any(
+                _reads_memory(i, scope, local, 0, set()) for i in _indices(access.node)):
+            return True                 # an index loaded in the pass: a histogram
+        right = _stored_value(owner, access.node)
+        if right is not None and _reads_memory(right, scope, local, 0, set()):
             return True
     return False
+
+
+def _indices(node: Node) -> list[Node]:
+    """The index expressions of ``a[i][j]`` (``node`` the outermost subscript)."""
+    out: list[Node] = []
+    while node is not None and node.type == "subscript_expression":
+        idx = node.child_by_field_name("indices")
+        if idx is not None:
+            out.extend(idx.named_children)
+        node = node.child_by_field_name("argument")
+    return out
 
 
 def _stored_value(owner: "LocalArrayIndexing", node: Node) -> Node | None:
@@ -76,14 +89,14 @@ def _stored_value(owner: "LocalArrayIndexing", node: Node) -> Node | None:
     return up.child_by_field_name("right")
 
 
-def _loop_body(owner: "LocalArrayIndexing", node: Node, top: Node) -> Node:
-    """The body of the innermost loop around ``node`` (the function body if none)."""
+def _loop_body(owner: "LocalArrayIndexing", node: Node, top: Node) -> Node | None:
+    """The body of the innermost loop around ``node`` (None: in no loop)."""
     cur = owner.parent(node)
     while cur is not None and cur.id != top.id:
         if cur.type in _LOOPS:
-            return cur.child_by_field_name("body") or top
+            return cur.child_by_field_name("body")
         cur = owner.parent(cur)
-    return top
+    return None
 
 
 def _reads_memory(expr: Node, scope: Node, local: set[str], depth: int,
