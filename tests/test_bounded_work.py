@@ -147,3 +147,29 @@ def test_block_runs_of_a_file_stop_past_their_cpu_budget(monkeypatch):
     monkeypatch.setattr(races, "FILE_RUN_S", 0.0)
     lint_text("t2.cu", text, Settings(select=("CL101", "CL102")), "cuda")
     assert set(ran) == {"k0"}          # the first kernel's runs spent the budget
+
+
+def test_a_deep_expression_in_a_device_function_is_not_walked_by_recursion():
+    # fuzz seed 40: a 1,000-term sum in a device function the kernel calls; CL108's lane
+    # values of the callee recursed as deep as the sum, down to the interpreter's limit,
+    # where a weakref callback of the garbage collector found no stack ("Exception
+    # ignored ... RecursionError")
+    import sys
+    from pathlib import Path
+    path = Path(__file__).parent / "fuzz" / "regressions" / "cuda" / \
+        "seed40_f1a8251661_deep_sum_in_callee.cu"
+    text = path.read_bytes().decode("utf-8", "surrogateescape")
+    deepest = [0]
+
+    def depth(frame, event, _arg):
+        if event == "call":
+            n = 0
+            while frame is not None and n < 2000:
+                n, frame = n + 1, frame.f_back
+            deepest[0] = max(deepest[0], n)
+    sys.setprofile(depth)
+    try:
+        lint_text("deep.cu", text, ALL, "cuda")
+    finally:
+        sys.setprofile(None)
+    assert deepest[0] < 400, deepest[0]

@@ -510,6 +510,11 @@ def _callee_sites(ctx, fn, call, callee, engines, shape, structs, values, up) ->
     """The subscripts of a device function the kernel calls (one level), evaluated
     with the call's binding in blocks 0 and 1, the threads that reach the call its
     active ones: entries as ``_kernel_races`` builds them (region not yet aliased)."""
+    if callee.body is None or nesting(callee.body, MAX_NEST) > MAX_NEST:
+        # its lane values would be computed by a recursion as deep as the body (fuzz seed
+        # 40: a 1,000-term sum in a device function ran down to the interpreter's limit,
+        # where the garbage collector's weakref callback found no stack left)
+        return []
     c_up = _Parents(callee.body)
     in_loop = _in_loop(call, fn, up)
     per_engine = []
