@@ -96,7 +96,7 @@ def remember(path: str, text: str, settings: Settings, kind: str, result: FileRe
              ) -> None:
     """Inside :func:`reuse_lints`: ``result`` is what linting ``text`` gives."""
     if _REUSE is not None:
-        _REUSE[_reuse_key(path, text, settings, kind)] = deepcopy(result)
+        _REUSE[_reuse_key(path, text, settings, kind)] = _copy(result)
         while len(_REUSE) > _REUSE_SIZE:
             _REUSE.popitem(last=False)
 
@@ -106,7 +106,15 @@ def recall(path: str, text: str, settings: Settings, kind: str) -> FileResult | 
     if _REUSE is None:
         return None
     got = _REUSE.get(_reuse_key(path, text, settings, kind))
-    return deepcopy(got) if got is not None else None
+    return _copy(got) if got is not None else None
+
+
+def _copy(result: FileResult) -> FileResult:
+    """A copy its receiver may change (lint_notebook renumbers the rows of its result's
+    diagnostics). Built field by field: ``deepcopy`` of the result itself would leave
+    ``__slotnames__`` on the FileResult class (copyreg caches it there)."""
+    return FileResult(result.path, deepcopy(result.diagnostics), dict(result.lines),
+                      result.lines_of_code, result.error, list(result.unread))
 
 
 def lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResult:
