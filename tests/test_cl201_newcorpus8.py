@@ -106,3 +106,30 @@ def test_n4_a_run_time_row_length_stays_a_row_walk_finding():
     assert d.metrics["wasted"] == "row_walk"
     assert "rows of 9 floats or fewer (`D` <= 9) ran as fast" in d.message
     assert "rows of 32 floats or more (`D` >= 32 here)" in d.message
+
+
+def test_undecided_neighbours_drop_the_unused_bytes_claim():
+    # sheet-newcorpus8 #24 (a 16x16 transpose, i from blockIdx.y * blockDim.y +
+    # threadIdx.y) and #6 (dev_dot, its argument moved by idw = threadIdx.y and idy =
+    # blockIdx.y in the caller): other warps and blocks may read the rest of each sector
+    found = _findings("undecided_neighbours.cu")
+    for row, sectors in ((17, 16), (25, 32)):
+        d = found[row]
+        assert d.metrics["wasted"] == "undecided", row
+        assert d.metrics["sectors_per_request"] == sectors, row   # the figure stays
+        assert "bytes a warp moves here" not in d.message, row
+        assert "SoA" not in d.message and "vector access" not in d.message, row
+        assert "warp_used_bytes" not in d.metrics, row
+        assert "other warps or blocks may read the rest of each sector" in d.message, row
+
+
+def test_fields_read_by_the_warp_itself_keep_the_unused_bytes_claim():
+    # a flat index over a 32x4 block (the next warp reads the next records) in a device
+    # function, and threadIdx.x alone: one field of 12-byte records, 128 of 384 bytes
+    found = _findings("undecided_neighbours.cu")
+    for row in (42, 55):
+        d = found[row]
+        assert d.metrics["wasted"] == "unused_bytes", row
+        assert "of the 384 bytes a warp moves here, the kernel reads 128" in d.message, row
+        assert "SoA" in d.message, row
+    assert found[35].metrics["wasted"] == "column_walk"

@@ -17,7 +17,7 @@ from cudalint.analysis.memory.symbolic import coalescing_figures_by_value, large
 from cudalint.analysis.memory.repeated_loads import repeated_load
 from cudalint.analysis.memory.staging import staging_load
 from cudalint.analysis.memory.traffic import (fetched_and_used, filled_by_neighbours,
-                                              rereading_loop)
+                                              other_warps_may_fill, rereading_loop)
 from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 from cudalint.rules.memory._cl201_text import (_column_walk_remedy, _column_walk_text,
@@ -490,6 +490,11 @@ class UncoalescedGlobalAccess(Rule):
                       f"block's rows through shared memory")
         if waste is not None and waste.get("wasted") == "column_walk":
             remedy = _column_walk_remedy(waste, kind)
+        if waste is not None and waste.get("wasted") == "undecided":
+            verb = "write" if kind == "store" else "read"
+            remedy = (f"let consecutive lanes {verb} consecutive elements (the index that "
+                      f"moves by one element on threadIdx.x), or transpose through a "
+                      f"shared-memory tile")
         if remedy is None:
             if by is not None and "stride_bytes_per_unit" in fig:
                 # the stride at the values the figure holds for
@@ -626,6 +631,16 @@ def _wasted_traffic(ctx, group: SiblingGroup, accesses) -> dict | None:
                 "text": _column_walk_text(near, fig, direction)}
     if root_kernel(access).node.id in ctx.analysis(CalleeMemo).cut:
         return None             # calls not followed may use the rest of the sectors
+    if fetched - used >= SECTOR and other_warps_may_fill(
+            access, [a for a in accesses if a.space == "global"], large_value_samples(fig)):
+        # other warps (threadIdx.y/z) or blocks (blockIdx.y/z) may use the rest of each
+        # sector through an index filled_by_neighbours cannot weigh (sheet-newcorpus8
+        # #6, #11, #24-#26, #64): the sector figure is known, the unused bytes are not
+        verb = {"store": "write", "load": "read"}.get(_direction(access), "access")
+        return {"wasted": "undecided",
+                "text": f"the address also moves with threadIdx.y/z or blockIdx.y/z, so "
+                        f"other warps or blocks may {verb} the rest of each sector: "
+                        f"whether fetched bytes go unused is not decided here"}
     if fetched - used >= SECTOR or not fetched:
         verb = {"store": "writes", "load": "reads"}.get(_direction(access), "accesses")
         return {"wasted": "unused_bytes", "warp_fetched_bytes": fetched,

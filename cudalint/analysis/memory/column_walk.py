@@ -22,6 +22,9 @@ held at two consecutive values (``Access.reevaluate``). ``filling_shifts`` gives
 wider case where several such indices fill each sector together with steps of any size
 (the block's rows on 16 bytes, the next block row on the next 16: sheet-newcorpus8 W1), the
 byte shifts their values make; ``traffic.filled_by_neighbours`` checks the fill.
+``undecided_axes`` names the thread and block axes an address reads some other way (a
+device function's argument, ``idz / 3``), where neither check can say whether the bytes
+are used.
 """
 from __future__ import annotations
 
@@ -285,3 +288,72 @@ def _linear_in(access: "Access", decl: "Node", base: "Access", v0: int, step: in
                 if (x is None) != (y is None) or (x is not None and y - x != d):
                     return False
     return True
+
+
+_OTHER_AXIS = re.compile(rb"\b(threadIdx|blockIdx)\s*\.\s*([yz])\b")
+# a block's global row along y or z: blockIdx.y * blockDim.y + threadIdx.y, either order
+_GLOBAL_ROW = [re.compile(
+    rb"(?:%(p)s\s*\+\s*%(t)s|%(t)s\s*\+\s*%(p)s)(?!\s*[*/%%\[(.])" % {
+        b"p": rb"(?:blockIdx\s*\.\s*%(a)s\s*\*\s*blockDim\s*\.\s*%(a)s|"
+              rb"blockDim\s*\.\s*%(a)s\s*\*\s*blockIdx\s*\.\s*%(a)s)" % {b"a": ax},
+        b"t": rb"threadIdx\s*\.\s*" + ax}) for ax in (b"y", b"z")]
+
+
+def _rows_as_threads(data: bytes) -> bytes:
+    """``blockIdx.y * blockDim.y + threadIdx.y`` read as ``threadIdx.y`` where nothing
+    multiplies, divides or indexes it from the left."""
+    for ax, pattern in zip((b"y", b"z"), _GLOBAL_ROW):
+        def keep(m, ax=ax):
+            before = data[:m.start()].rstrip()[-1:]
+            return m.group() if before in (b"*", b"/", b"%") else b"threadIdx." + ax
+        data = pattern.sub(keep, data)
+    return data
+
+
+def undecided_axes(access: "Access") -> set[tuple[str, str]]:
+    """The (threadIdx|blockIdx, y|z) the address reads in a way ``filling_shifts`` does
+    not weigh: not through a name it moves one value at a time (``i = blockIdx.y *
+    blockDim.y + threadIdx.y``, ``idz / 3``, ``ty & 1``), or, for an access in a device
+    function, through the arguments of the kernel's call (an unknown call: blockIdx.y).
+    Other warps or blocks may then use the bytes this warp leaves (sheet-newcorpus8 #6,
+    #11, #24-#26, #64; ``traffic.other_warps_may_fill`` decides). Followed through every
+    declaration and assignment of the names read, whatever their scope. A block's global
+    row, ``blockIdx.y * blockDim.y + threadIdx.y``, counts as the thread axis: the rows of
+    the next blocks lie beyond those of the block's own warps (a pixel's unwritten alpha
+    byte, cuda-samples Mandelbrot)."""
+    axes: set[tuple[str, str]] = set()
+    if access.reached is not None:
+        call, root = access.reached.call, access.reached.kernel
+        if call is None or root is None:
+            return {("blockIdx", "y")}
+        axes |= _reads_axes(root, call.text or b"", set())
+    decided = {name for name, _, _ in filling_shifts(access)}
+    return axes | _reads_axes(access.kernel, access.node.text or b"", decided)
+
+
+def _reads_axes(fn, data: bytes, decided: set[str]) -> set[tuple[str, str]]:
+    """The (threadIdx|blockIdx, y|z) ``data`` reads, through ``fn``'s declarations and
+    assignments, not through the names of ``decided``."""
+    values: dict[str, list[bytes]] = {}
+    if fn.body is not None:
+        for decl in fn.nodes_in("declaration"):
+            for name, _, _, value in _declared(decl):
+                if value is not None:
+                    values.setdefault(name, []).append(value.text or b"")
+        for ident in fn.nodes_in("assigned"):
+            w = ident.parent
+            right = w.child_by_field_name("right") if w is not None and \
+                w.type == "assignment_expression" else None
+            if right is not None:
+                values.setdefault((ident.text or b"").decode(), []).append(right.text or b"")
+    found: set[tuple[str, str]] = set()
+    todo, seen = [data], set(decided)
+    while todo:
+        cur = _rows_as_threads(todo.pop())
+        found.update((m[1].decode(), m[2].decode()) for m in _OTHER_AXIS.finditer(cur))
+        for m in _IDENT.findall(cur):
+            name = m.decode()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(values.get(name, ()))
+    return found

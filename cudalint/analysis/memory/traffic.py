@@ -16,8 +16,9 @@ What costs is
   and the SM (``rereading_loop``).
 
 Bytes the warp leaves but other warps of the block or other blocks use are no waste
-(``filled_by_neighbours``: a column walk, CL201 says so). Both are computed from the lane
-engine's addresses (accesses through one base pointer at
+(``filled_by_neighbours``: a column walk, CL201 says so); where they may, through an
+index that check cannot weigh, no waste is claimed either (``other_warps_may_fill``).
+Both are computed from the lane engine's addresses (accesses through one base pointer at
 a constant distance from each other, in every column) and from the kernel's syntax (the
 loops around an access and the variables its address is computed from).
 """
@@ -28,11 +29,11 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
-from cudalint.analysis.memory.column_walk import Neighbours, filling_shifts
+from cudalint.analysis.memory.column_walk import Neighbours, filling_shifts, undecided_axes
 from cudalint.analysis.memory.figures import SECTOR, min_sectors_of_points, root_kernel
 from cudalint.analysis.memory.kernel_lanes import _declared
 from cudalint.analysis.memory.lane_values import N_SAMPLES, WARP
-from cudalint.analysis.memory.loops import counter_walk
+from cudalint.analysis.memory.loops import counted_loop, counter_walk, loop_nodes, loops_around
 from cudalint.analysis.memory.siblings import constant_distance
 from cudalint.parse import text
 
@@ -166,6 +167,72 @@ def _shifts_fill(access: "Access", joined: list["Access"], shifts: set[int],
         if len(want - covered) >= SECTOR:
             return False
     return seen
+
+
+def other_warps_may_fill(access: "Access", accesses: list["Access"],
+                         samples: set[int] | None = None) -> bool:
+    """Other warps of the block or other blocks may use bytes of the sectors this warp
+    fetches through an index ``filled_by_neighbours`` does not weigh
+    (``column_walk.undecided_axes``): "bytes no access uses" is then not known. A block
+    axis always may (the lane values are block 0's). A thread axis may where the block has
+    more than one warp and either a counted loop around the access moves the address by
+    less than the lanes are apart (each thread walks its group of a row: gpu4pyscf
+    cart2sph's loop over ``i``, ``i_bas`` from threadIdx.y) or one of the block's other
+    warps the lane values hold touches a sector this warp fetches (the transpose of a
+    16x16 block). A flat index ``(blockIdx.x * blockDim.y + threadIdx.y) * blockDim.x +
+    threadIdx.x`` gives the next warp the next records, none of this warp's bytes:
+    decided."""
+    axes = undecided_axes(access)
+    if any(kind == "blockIdx" for kind, _ in axes):
+        return True
+    bx, by, bz = access.block.dims
+    if not any(by > 1 if a == "y" else bz > 1 for _, a in axes) or bx * by * bz <= WARP:
+        return False                    # no rows, or the whole block is one warp
+    if _loop_walks_record(access, samples):
+        return True
+    joined = _joined(access, accesses)
+    nw = len(access.groups) // N_SAMPLES
+    if nw < 2:
+        return True                     # no other warp evaluated: not known
+    for g0 in range(0, len(access.groups), nw):
+        if samples is not None and g0 // nw not in samples:
+            continue
+        own = {b // SECTOR for a in joined for off in a.groups[g0] if off is not None
+               for b in (off, off + a.width - 1)}
+        for g in range(g0 + 1, g0 + nw):
+            if any(b // SECTOR in own for a in joined for off in a.groups[g]
+                   if off is not None for b in (off, off + a.width - 1)):
+                return True
+    return False
+
+
+def _loop_walks_record(access: "Access", samples: set[int] | None) -> bool:
+    """A counted loop around the access moves each lane's address by less than the lanes
+    are apart (within the lane's record) in the first warp of a sample, in a way
+    ``counter_walk`` may not have walked (a trip count it cannot read): the thread's own
+    pass covers more of the record."""
+    fn = access.kernel
+    if fn.body is None or access.reevaluate is None:
+        return False
+    nw = max(1, len(access.groups) // N_SAMPLES)
+    for loop in loops_around(access.node, loop_nodes(fn.body)):
+        counted = counted_loop(access.int_values, loop, open_stop=True)
+        if counted is None:
+            continue
+        a0 = access.reevaluate({counted.decl.id: counted.start})
+        a1 = access.reevaluate({counted.decl.id: counted.start + 1})
+        if a0 is None or a1 is None or len(a0.groups) != len(a1.groups):
+            continue
+        for g in range(0, len(a0.groups), nw):
+            if samples is not None and g // nw not in samples:
+                continue
+            live = sorted({x for x in a0.groups[g] if x is not None})
+            apart = min((b - a for a, b in zip(live, live[1:])), default=0)
+            steps = {abs(y - x) for x, y in zip(a0.groups[g], a1.groups[g])
+                     if x is not None and y is not None}
+            if steps and 0 < max(steps) < apart:
+                return True
+    return False
 
 
 _COPY = re.compile(rb"\b(?:memcpy|memset|memmove)\s*\(")
