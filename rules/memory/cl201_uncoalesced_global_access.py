@@ -281,7 +281,13 @@ class UncoalescedGlobalAccess(Rule):
     measured) and put the lanes on those indices. An index under a guard that shuts
     some of its values out, or rows that leave bytes of each sector to nobody (a 128x2
     block on 4-float groups; 2 of each 3-float record), keep the unused-bytes message
-    (fixtures/CL201/filled_by_neighbours.cu).
+    (fixtures/CL201/filled_by_neighbours.cu). Where the address also moves with
+    threadIdx.y/z or blockIdx.y/z in a form that check cannot weigh (a device function's
+    argument, `blockIdx.y * blockDim.y + threadIdx.y` with other warps of the block in
+    the warp's sectors, `idz / 3`, `& 1`), no unused bytes are claimed and no record
+    remedy given: the sector figure stands, with "whether fetched bytes go unused is
+    not decided here" (metrics `wasted: "undecided"`; six such claims were wrong in
+    sheet-newcorpus8: #6, #11, #24-#26, #64; fixtures/CL201/undecided_neighbours.cu).
 
     (Revised 2026-11-24, issue 13) Accesses in a `__device__` function of the file that
     a kernel calls (three calls deep at most) are evaluated at each call with what the
