@@ -26,6 +26,8 @@ SPELLINGS = {
     "UCN names": (b"M10 M9 M9", b"M10 M\\u00e9 M\\U000000E9"),
     "no-break space": (b"#define M9", b"\xc2\xa0#\xc2\xa0define M9"),
     "ideographic space": (b"#define M9", "\u3000#define\u3000M9".encode()),
+    # fuzz seed 41: clang reports "source file is not valid UTF-8" and reads the directive
+    "bytes that are not UTF-8": (b"#define M9", b"\xc0\x80#define M9"),
 }
 
 
@@ -81,7 +83,8 @@ def test_each_spelling_is_a_define_to_clang(how):
             "dollar in names": "M$9"}.get(how, "M9")
     unit += f"\nstatic_assert(({name}) == -512, \"\");\n".encode()
     _, idx = _index()
-    errors = [d.spelling for d in _parse(idx, unit).diagnostics if d.severity >= 3]
+    errors = [d.spelling for d in _parse(idx, unit).diagnostics if d.severity >= 3
+              and d.spelling != "source file is not valid UTF-8"]     # (and goes on)
     assert not errors, errors
 
 

@@ -507,7 +507,16 @@ def counter_walk(access: Access) -> list[Access]:
     than WALK_COPIES: the addresses a thread touches across those loops
     (``for (j = 3; j >= 1; --j) p[t * 4 + j]`` reads 3 fields of the record, not 1).
     Only loops whose counter moves the address within a lane's record: a loop from one
-    record to the next is a new request, not more bytes of this one."""
+    record to the next is a new request, not more bytes of this one. Computed once per
+    access (kept on it): CL201 joins each access with every other of its buffer, which
+    walked each one again for each (fuzz seed 41: 53 accesses, 4,809 walks, 42 s)."""
+    got = access.__dict__.get("_counter_walk")
+    if got is None:
+        got = access.__dict__["_counter_walk"] = _counter_walk(access)
+    return got
+
+
+def _counter_walk(access: Access) -> list[Access]:
     if access.reevaluate is None or access.kernel.body is None:
         return [access]
     held: list[dict[int, int]] = [{}]

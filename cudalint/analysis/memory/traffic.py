@@ -112,6 +112,7 @@ def _joined(access: "Access", accesses: list["Access"]) -> list["Access"]:
 
 # combinations of other warps' and blocks' shifts tried at most
 MAX_COMBINED_SHIFTS = 4096
+MAX_SHIFTED_SPANS = 1 << 16      # distinct spans x shifts one sample's fill test weighs
 
 
 def filled_by_neighbours(access: "Access", accesses: list["Access"],
@@ -155,10 +156,15 @@ def _shifts_fill(access: "Access", joined: list["Access"], shifts: set[int],
     for g in range(0, len(access.groups), max(nw, 1)):
         if samples is not None and g // max(nw, 1) not in samples:
             continue
-        spans = [(off, off + a.width) for a in joined for off in a.groups[g]
-                 if off is not None]
+        spans = {(off, off + a.width) for a in joined for off in a.groups[g]
+                 if off is not None}
         if not spans:
             continue
+        if len(spans) * len(shifts) > MAX_SHIFTED_SPANS or \
+                any(hi - lo > SECTOR * 64 for lo, hi in spans):
+            # (fuzz seed 41: 4,704 spans by 4,096 shifts, byte by byte: a hang) no
+            # answer at that size, so no column walk the rule could name
+            return False
         seen = True
         fetched = {b // SECTOR for lo, hi in spans for b in (lo, hi - 1)}
         want = {s * SECTOR + i for s in fetched for i in range(SECTOR)}
