@@ -24,6 +24,7 @@ BROKEN = ("__global__ void k(float* s) {\n"
 def test_a_parse_past_its_budget_is_stopped_and_said(monkeypatch):
     monkeypatch.setattr(parse_mod, "PARSE_MIN_S", 0.02)
     monkeypatch.setattr(parse_mod, "PARSE_S_PER_MB", 0.0)
+    monkeypatch.setattr(parse_mod, "UNBOUNDED_BYTES", 0)     # (the text is 15 KB)
     monkeypatch.setattr(parse_mod, "_RECENT", [])
     t = time.process_time()
     result = lint_text("broken.cu", BROKEN, ALL, "cuda")
