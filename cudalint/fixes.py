@@ -93,43 +93,52 @@ def fix_text(path: str, text: str, settings: Settings, kind: str, unsafe: bool
     uncovers), but each finding is fixed at most once: a fix whose finding is still
     there after it was applied did not work, and applying it again would only stack the
     same edit (issue 25: a CL101 `__syncwarp();` inserted 10 times a run, every run).
-    Findings are told apart by :func:`finding_key`; of the findings sharing a key, no
-    more fixes are applied over the passes than the most that one pass reported."""
+    A finding is the one a fix was applied for when it has the same :func:`finding_key`
+    and covers the place that finding's text moved to through the edits since; copies of
+    one kernel elsewhere in the file are other findings, fixed in their turn (fuzz seed
+    42: 64 copies on one line, of which a pass reports those it analysed)."""
     if kind == "notebook":
         return _fix_notebook(path, text, settings, unsafe)
     original_quality = parse_quality(text, kind)
     total = 0
     current = text
-    applied: dict[tuple[str, str, str], int] = {}
-    most: dict[tuple[str, str, str], int] = {}
+    # (key, start, end) of every finding a fix was applied for, in `current`'s offsets
+    fixed: list[tuple[tuple[str, str, str], int, int]] = []
     for _ in range(MAX_PASSES):
         result = lint_text(path, current, settings, kind)
-        seen: dict[tuple[str, str, str], int] = {}
-        fixable = []
+        chosen = []
         for d in result.diagnostics:
             if not applicable(d, unsafe):
                 continue
             key = finding_key(d, current)
-            seen[key] = seen.get(key, 0) + 1
-            fixable.append((key, d))
-        for key, n in seen.items():
-            most[key] = max(most.get(key, 0), n)
-        left = {key: most[key] - applied.get(key, 0) for key in seen}
-        chosen = []
-        for key, d in fixable:
-            if left[key] > 0:
-                left[key] -= 1
+            if not any(k == key and s <= d.end_offset and d.start_offset <= e
+                       for k, s, e in fixed):
                 chosen.append(d)
         new, count, used = apply_edits_of(current, chosen, unsafe)
         if count == 0 or new == current:
             break
         if parse_quality(new, kind) > original_quality:
             break                   # never leave a file that parses worse than before
-        for d in used:
-            key = finding_key(d, current)
-            applied[key] = applied.get(key, 0) + 1
+        edits = sorted((e for d in used for e in d.fix.edits), key=lambda e: (e.start, e.end))
+        fixed = [(k, moved(s, edits, False), moved(e, edits, True)) for k, s, e in fixed]
+        fixed += [(finding_key(d, current), moved(d.start_offset, edits, False),
+                   moved(d.end_offset, edits, True)) for d in used]
         current, total = new, total + count
     return current, total
+
+
+def moved(pos: int, edits: list[Edit], is_end: bool) -> int:
+    """Where offset ``pos`` of a text is after ``edits`` (non-overlapping, in order): text
+    inserted at a start goes before it, at an end after it; a position inside a replaced
+    span goes to the replacement's start."""
+    shift = 0
+    for e in edits:
+        if e.start > pos or (e.start == pos and (is_end or e.end > pos)):
+            break
+        if e.end > pos:
+            return e.start + shift
+        shift += len(e.content) - (e.end - e.start)
+    return pos + shift
 
 
 def _fix_notebook(path: str, text: str, settings: Settings, unsafe: bool

@@ -122,9 +122,9 @@ def test_reuse_lints_analyses_each_text_once_and_hands_out_copies(monkeypatch):
     assert len(calls) == 3
 
 
-def test_block_runs_of_a_file_stop_past_their_cpu_budget(monkeypatch):
-    # the steps budget counts steps x threads; a run whose access log never meets a
-    # barrier costs 7x more CPU a step (seed 37): the seconds are bounded too
+def test_block_runs_of_a_file_stop_past_their_budget(monkeypatch):
+    # the budget counts steps x threads and the accesses logged and paired: a run whose
+    # access log never meets a barrier costs 7x more CPU a step (seed 37)
     from cudalint.analysis.sync import races
     kernel = ("__global__ void k%d(float* out, const float* in) {\n"
               "  __shared__ float s[64][64];\n"
@@ -145,9 +145,44 @@ def test_block_runs_of_a_file_stop_past_their_cpu_budget(monkeypatch):
     assert set(ran) == {"k0", "k1", "k2"}
     ran.clear()
     monkeypatch.setattr(races, "_SPENT", {})
-    monkeypatch.setattr(races, "FILE_RUN_S", 0.0)
+    monkeypatch.setattr(races, "FILE_WORK", 0)
     lint_text("t2.cu", text, Settings(select=("CL101", "CL102")), "cuda")
     assert set(ran) == {"k0"}          # the first kernel's runs spent the budget
+
+
+def test_block_run_work_counts_the_access_log():
+    # seed 37's triangular solve: 64 threads, a log that never meets a barrier; the work
+    # counted is what makes the budget the same on any machine (no clock)
+    from cudalint.analysis.sync import races
+    kernel = ("__global__ void k(float* out, const float* in) {\n"
+              "  __shared__ float s[64][64];\n"
+              "  for (int i = 0; i < 64; ++i) { s[i][threadIdx.x] = in[i];\n"
+              "    if (threadIdx.x > i) s[threadIdx.x][i] /= s[i][i]; }\n"
+              "  out[threadIdx.x] = s[0][threadIdx.x];\n}\n"
+              "void h(float* o, const float* i) { k<<<1, 64>>>(o, i); }\n")
+    works = []
+
+    class Counted(races.BlockRun):
+        def run(self):
+            res = super().run()
+            works.append((self.steps * self.n, self.work))
+            return res
+    import pytest
+    mp = pytest.MonkeyPatch()
+    mp.setattr(races, "BlockRun", Counted)
+    mp.setattr(races, "_SPENT", {})
+    try:
+        first = lint_text("w.cu", kernel, Settings(select=("CL101",)), "cuda")
+        again = lint_text("w2.cu", kernel, Settings(select=("CL101",)), "cuda")
+    finally:
+        mp.undo()
+    half = len(works) // 2
+    assert works[:half] == works[half:]             # the same count every time
+    steps = sum(s for s, _ in works[:half])
+    work = sum(w for _, w in works[:half])
+    # 64 iterations x 3 accesses x up to 64 threads logged, and their pairing
+    assert work > steps > 0
+    assert [d.code for d in first.diagnostics] == [d.code for d in again.diagnostics]
 
 
 def test_a_deep_expression_in_a_device_function_is_not_walked_by_recursion():

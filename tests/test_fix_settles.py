@@ -259,6 +259,51 @@ def test_a_fix_that_leaves_its_finding_is_applied_once(monkeypatch):
     assert n == 1 and fixed.count("__syncwarp();") == 1
 
 
+def test_copies_a_pass_did_not_report_are_fixed_in_a_later_pass(monkeypatch):
+    """Fuzz seed 42: copies of one kernel share a finding key (code, text, message); a
+    pass reports only the copies its budget reached. A later pass fixes the others (each
+    copy once), so that a second run has nothing left: before, no more fixes were applied
+    under a key than one pass had reported."""
+    from cudalint import fixes
+    from cudalint.engine import FileResult
+    calls = []
+
+    def fake_lint(path, text, settings, kind):
+        calls.append(text)
+        found = []
+        at = text.find("s[i]")
+        while at >= 0:
+            if not text[:at].endswith("__syncwarp(); "):
+                found.append(Diagnostic(
+                    code="CL101", name="x", message="2 steps (lines 1, 1)",
+                    severity="warning", filename=path, row=1, column=1, end_row=1,
+                    end_column=1, start_offset=at, end_offset=at + 4,
+                    fix=Fix("insert", (Edit(at, at, "__syncwarp(); "),), "unsafe")))
+            at = text.find("s[i]", at + 1)
+        # the budget reaches the first two copies only on the first pass
+        return FileResult(path, found[:2] if len(calls) == 1 else found)
+
+    monkeypatch.setattr(fixes, "lint_text", fake_lint)
+    text = "void f() { x = s[i]; y = s[i]; z = s[i]; w = s[i]; }\n"
+    settings = replace(Settings(), select=("CL101",))
+    fixed, n = fixes.fix_text("t.cu", text, settings, "cuda", True)
+    assert n == 4 and fixed.count("__syncwarp(); s[i]") == 4
+    again, n2 = fixes.fix_text("t.cu", fixed, settings, "cuda", True)
+    assert n2 == 0 and again == fixed
+
+
+def test_offsets_move_through_edits():
+    from cudalint.fixes import moved
+    edits = [Edit(2, 2, "abc"), Edit(5, 8, "x")]       # insert 3 at 2; 3 -> 1 at 5
+    assert moved(1, edits, False) == 1
+    assert moved(2, edits, False) == 5                  # inserted before a start
+    assert moved(2, edits, True) == 2                   # after an end
+    assert moved(4, edits, False) == 7
+    assert moved(6, edits, False) == 8                  # inside the replaced span
+    assert moved(8, edits, True) == 9
+    assert moved(10, edits, False) == 11
+
+
 def test_cl101_no_fix_under_a_condition_that_splits_a_warp():
     """Issue 25, item 4: the step under `if (threadIdx.x > i)` (lanes 0..i skip it) gets
     no fix; the finding stays. Under `if (tid < 32)` (whole warps) the fix is offered."""

@@ -173,6 +173,7 @@ class ExpressionEval:
                               node.child_by_field_name("left"),
                               node.child_by_field_name("right"))
         op, left, right = aux
+        self.work += self.n >> 2          # an operation on every thread's value
         a = self.eval(left, act)
         if op in ("&&", "||"):
             tm, fm, um = self.split(a, act)

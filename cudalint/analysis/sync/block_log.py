@@ -116,6 +116,10 @@ class Accesses:
         owner = self.owner
         return owner is not None and list(map(owner.get, addrs, idx)) == idx
 
+    def folding(self) -> int:
+        """How many thread accesses the next :meth:`fold` adds to the map."""
+        return sum(len(p[2]) for p in self.pending)
+
     def fold(self, warp_of: list[int]) -> dict[int, dict[int, tuple]]:
         index = self.index
         ids = self.ids
@@ -172,6 +176,7 @@ class SharedLog:
             addrs = [offs] * len(idx)
         if not idx:
             return
+        self.work += len(idx)
         slot = self.log.get(array)
         if slot is None:
             slot = self.log[array] = (Accesses(), Accesses())
@@ -182,6 +187,7 @@ class SharedLog:
         warp_of = self.warp_of
         if others.addrs and not others.addrs.isdisjoint(addrs) and \
                 not others.only_own(addrs, idx):
+            self.work += others.folding()
             index = others.fold(warp_of)
             ids = others.ids
             races = self.result.races
@@ -199,6 +205,7 @@ class SharedLog:
                     settled.add(a)
                     continue
                 w = warp_of[i]
+                self.work += len(at)
                 for j, (other, evc, cert, other_id) in at.items():
                     if j == i or not cert:
                         continue

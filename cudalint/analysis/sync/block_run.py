@@ -117,6 +117,10 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
         self.exited = 0          # threads that returned from the kernel
         self.frames: list[Frame] = []
         self.steps = 0
+        # thread accesses logged, folded into the address map and paired: what makes a
+        # step cost more than 0.2 us (a log that never meets a barrier); counted, so that
+        # the file's budget is the same on any machine (races.FILE_WORK)
+        self.work = 0
         self.budget = min(STEP_BUDGET, max(300, THREAD_STEPS // max(1, n)))
         # array key -> (writes, reads) since the last block barrier (see Accesses)
         self.log: dict[str, tuple[Accesses, Accesses]] = {}

@@ -51,7 +51,6 @@ and :mod:`~cudalint.analysis.sync.block_log`), its values
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
@@ -76,19 +75,20 @@ if TYPE_CHECKING:
     from cudalint.model.kernels import Function
 
 
-# budget (issue 25): the block runs of one file execute at most this many statements x
-# simulated threads; a kernel whose turn comes after that is not run (no race, mask or
-# barrier finding for it: what no run showed is never reported). The 9-project corpus
-# needs at most 4.4 million in a file (mmcv's furthest_point_sample_cuda_kernel.cuh), about
-# 3 s; a fuzzed Python file of 23 copies of one triangular-solve kernel string needed 6.3
-# million a lint (and a file of 1,000 copies 270 million)
-FILE_THREAD_STEPS = 10_000_000
-# and at most this many CPU seconds: a thread step costs 0.2 us in the corpus's largest
-# file (4.4 million in 0.86 s) but 1.4 us in a fuzzed triangular solve whose log of
-# accesses never meets a barrier (4.5 million in 6.2 s, seed 37). The corpus's slowest file
-# spends 1.0 s; past FILE_RUN_S a file's remaining kernels are not run, as above
-FILE_RUN_S = 4.0
-_SPENT: "WeakKeyDictionary[object, list]" = WeakKeyDictionary()  # SourceFile -> [steps, s]
+# budget (issue 25): the block runs of one file do at most FILE_WORK units of work; a
+# kernel whose turn comes after that is not run (no race, mask or barrier finding for it:
+# what no run showed is never reported). A unit is a statement executed by one simulated
+# thread; a thread access logged, folded into the address map or paired, counts
+# WORK_WEIGHT units, and an operator evaluated for a block of n threads n/4 x that
+# (``BlockRun.work``). Counted, not timed: the same file gets the same findings on any
+# machine, so `--fix` settles (fuzz seed 42: a CPU-time budget let each run reach a
+# different number of 64 copies of one kernel). Measured on this 2-core machine a unit
+# costs 0.03-0.14 us: 0.43 s for the 6.0 million of the 9-project corpus's most costly
+# file (mmcv's furthest_point_sample_cuda_kernel.cuh), 6.7 s for the 64.5 million of a
+# fuzzed Python file of triangular solves whose log never meets a barrier (seed 37)
+FILE_WORK = 30_000_000
+WORK_WEIGHT = 8
+_SPENT: "WeakKeyDictionary[object, list]" = WeakKeyDictionary()  # SourceFile -> [units]
 # bound (issue 25): the interval check and the block run walk a kernel's syntax
 # recursively, up to two Python frames a tree level, through at most MAX_INLINE_DEPTH
 # inlined device functions. A kernel whose body nests deeper than MAX_NEST levels,
@@ -343,16 +343,14 @@ class RaceAnalysis:
             for sample in SAMPLES:
                 spent = _SPENT.get(ctx.unit.file)
                 if spent is None:
-                    spent = _SPENT[ctx.unit.file] = [0, 0.0]
-                if spent[0] > FILE_THREAD_STEPS or spent[1] > FILE_RUN_S:
+                    spent = _SPENT[ctx.unit.file] = [0]
+                if spent[0] > FILE_WORK:
                     self.incomplete[fn.name] = "the file's budget of block runs"
                     return
                 run = BlockRun(ctx, fn, dims, sample, structs, functions, shared_globals,
                                self._memo)
-                started = time.thread_time()
                 res = run.run()
-                spent[0] += run.steps * run.n
-                spent[1] += time.thread_time() - started
+                spent[0] += run.steps * run.n + WORK_WEIGHT * run.work
                 if not res.complete:
                     self.incomplete[fn.name] = res.reason
                 if agreed is None:
