@@ -133,3 +133,38 @@ def test_fields_read_by_the_warp_itself_keep_the_unused_bytes_claim():
         assert "of the 384 bytes a warp moves here, the kernel reads 128" in d.message, row
         assert "SoA" in d.message, row
     assert found[35].metrics["wasted"] == "column_walk"
+
+
+# #11 (deepmd-kit prod_virial.cu:63): block 16x9, lanes 16-31 read what lanes 0-15 read in
+# the warps whose two threadIdx.y share `idz / 3`, other addresses in the others
+DUPLICATE_LANES = """
+__global__ void virial(float* v, const float* nd, const float* in_deriv, int nnei) {
+  const int ndescrpt = nnei * 4;
+  const int idx = blockIdx.x, idy = threadIdx.x, idz = threadIdx.y;
+  if (idy >= nnei) return;
+  float t = 0.f;
+  for (int idw = 0; idw < 4; ++idw)
+    t += nd[idx * ndescrpt + idy * 4 + idw] *
+         in_deriv[idx * ndescrpt * 3 + (idy * 4 + idw) * 3 + idz / 3];
+  atomicAdd(v + idz, t);
+}
+void go(float* v, const float* nd, const float* i, int n) { virial<<<n, dim3(16, 9)>>>(v, nd, i, n); }
+"""
+
+
+def test_11_the_least_sectors_count_lanes_that_share_an_address_once():
+    s = replace(Settings(), select=("CL201",))
+    res = lint_text("v.cu", DUPLICATE_LANES, s, "cuda")
+    (d,) = [d for d in res.diagnostics if "in_deriv" in d.message]
+    # 16 distinct floats (2 sectors) in warps 0, 2, 3; 32 (4 sectors) in warp 1
+    assert d.metrics["least_sectors_per_request"] == 2
+    assert d.metrics["least_sectors_per_request_max"] == 4
+    assert "instead of 2-4 " in d.message
+    assert d.metrics["ideal_sectors_per_request"] == 4       # the threshold's base
+
+
+def test_half_a_warp_needs_half_the_sectors():
+    d = _findings("../CL201/strides.cu")[159]
+    assert d.metrics["least_sectors_per_request"] == 2
+    assert "least_sectors_per_request_max" not in d.metrics
+    assert "16 32-byte sectors per request instead of 2 " in d.message

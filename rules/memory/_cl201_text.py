@@ -31,7 +31,7 @@ def _column_walk_text(near, fig: dict, direction: str | None) -> str:
         return (f"lanes walk down a column, and other warps of the block {verb} the "
                 f"neighbouring elements of each sector (the next values of `{near.name}`, "
                 f"from {near.axis}): the bytes are used, but each request costs {count} "
-                f"L1 sectors where {fig['ideal_sectors_per_request']} would do: "
+                f"L1 sectors where {least_sectors(fig)} would do: "
                 f"{_MEASURED_COLUMN_BLOCK}")
     untested = "" if near.axis == "blockIdx.y" else \
         f"; neighbours in {near.axis} were not measured"
@@ -53,7 +53,7 @@ def _several_text(near, fig: dict, verb: str) -> str:
         f"{_MEASURED_COLUMN_BLOCK}; {_MEASURED_COLUMN_GRID}; this mix was not measured"
     return (f"lanes walk down a column, and {who} {verb} the neighbouring elements of "
             f"each sector (the next values of {named}): the bytes are used, but each "
-            f"request costs {count} L1 sectors where {fig['ideal_sectors_per_request']} "
+            f"request costs {count} L1 sectors where {least_sectors(fig)} "
             f"would do: {measured}")
 
 
@@ -183,3 +183,11 @@ def _remedy(access, stride, elements: str | None = None) -> str:
                 f"in an array of its own (SoA), or stage the records through shared memory")
     return (f"let consecutive lanes {verb} consecutive elements, or have each lane {verb} "
             f"its elements with one vector access (float2/float4)")
+
+
+def least_sectors(fig: dict) -> str:
+    """The sectors the request's distinct bytes need (lanes that share an address share
+    them): what the message says the request could cost ("2-4" when warps differ)."""
+    lo = fig.get("least_sectors_per_request", fig["ideal_sectors_per_request"])
+    hi = fig.get("least_sectors_per_request_max", lo)
+    return f"{lo}" if hi == lo else f"{lo}-{hi}"

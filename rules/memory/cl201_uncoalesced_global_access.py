@@ -22,7 +22,7 @@ from cudalint.diagnostics import Finding
 from cudalint.rule import Rule
 from cudalint.rules.memory._cl201_text import (_column_walk_remedy, _column_walk_text,
                                               _group_remedy, _linear, _remedy, _rows_text,
-                                              _symbolic_elements)
+                                              _symbolic_elements, least_sectors)
 
 
 # The longest row a thread may walk across a loop and still cost nothing measurable: on an
@@ -114,7 +114,11 @@ class UncoalescedGlobalAccess(Rule):
     `warp_used_bytes`, or `loop_line`. JSON metrics:
     `sectors_per_request`, `ideal_sectors_per_request`, `exact`, `stride_bytes` (or
     `x_stride_bytes` for 2D blocks), `block`, `block_source`, `block_line`,
-    `sibling_accesses`, `sibling_rows`.
+    `sibling_accesses`, `sibling_rows`. The threshold compares with
+    `ideal_sectors_per_request` (32 distinct lanes, as measured); the message's "instead
+    of N" is `least_sectors_per_request`, the sectors the warp's distinct bytes need
+    (lanes reading one address share it; `least_sectors_per_request_max` and "2-4" when
+    warps differ: sheet-newcorpus8 #11).
 
     (Revised 2026-11-24, issue 20) A default finding also sits in the kernel's hottest
     region (`loops.hot`): inside as many loops with a run-time trip count as the
@@ -523,7 +527,7 @@ class UncoalescedGlobalAccess(Rule):
             access.node,
             f"uncoalesced {kind} {access.expr_text or ctx.text(access.node)}{siblings}: "
             f"{stride_txt} makes a warp touch {count} 32-byte sectors per request{suffix} "
-            f"instead of {fig['ideal_sectors_per_request']} "
+            f"instead of {least_sectors(fig)} "
             f"({access.block.describe()}{bound}{reached_text(access)}){why}; {remedy}",
             metrics={**fig, **block_line_metrics(access),
                      "sibling_accesses": len(group.siblings),
@@ -712,3 +716,4 @@ def _work_metrics(ctx, work) -> dict:
     row = ctx.unit.own_line(work.loop.start_byte) if work.loop is not None else None
     return {"off_hot_path": {"work_loop_line": row, "work_in": work.callee,
                              "work_runtime_loops": work.runtime}}
+

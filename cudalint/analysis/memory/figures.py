@@ -79,6 +79,29 @@ class Access:
         return max(1, WARP * self.width // SECTOR)
 
     @property
+    def least_sectors(self) -> tuple[int, int]:
+        """The fewest 32-byte sectors that hold the distinct bytes a warp asks for, in
+        the row that needs fewest and in the one that needs most: lanes that read one
+        address share it (in a 16x9 block whose lanes 16-31 read what lanes 0-15 read in
+        some warps, 2 in those, 4 in the others). At most :attr:`ideal_sectors`, which
+        the rule's threshold compares with (the measured records are for 32 distinct
+        lanes); this is the figure a message names as what the request could cost."""
+        # per warp, the most over the samples of the unknowns (a sample that makes lanes
+        # share addresses, `ld` = 0, is not the one a figure is claimed for); warps with
+        # no live lane left out
+        nw = max(1, len(self.groups) // N_SAMPLES)
+        need = []
+        for w in range(nw):
+            most = 0
+            for row in self.groups[w::nw]:
+                most = max(most, len({a for a in row if a is not None}))
+            if most:
+                need.append(-(-most * self.width // SECTOR))
+        need = need or [self.ideal_sectors]
+        cap = self.ideal_sectors
+        return max(1, min(min(need), cap)), max(1, min(max(need), cap))
+
+    @property
     def ideal_wavefronts(self) -> int:
         return max(1, self.width // BANK_BYTES)
 
@@ -336,6 +359,14 @@ def surely_below(access: Access, figure: Callable[[list, int], int], limit: floa
     return False
 
 
+def least_metrics(access: Access) -> dict:
+    """``least_sectors_per_request`` (and ``least_sectors_per_request_max`` when warps
+    differ): what the distinct bytes of a request need, for messages."""
+    lo, hi = access.least_sectors
+    return {"least_sectors_per_request": lo,
+            **({"least_sectors_per_request_max": hi} if hi != lo else {})}
+
+
 def coalescing_figures(access: Access) -> dict | None:
     """CL201 metrics. When the figure depends on unknowns (``exact`` false),
     ``sectors_per_request`` is a sure lower bound (see lower_bound), never a guess."""
@@ -347,6 +378,7 @@ def coalescing_figures(access: Access) -> dict | None:
     fig = {"sectors_per_request": value,
            "ideal_sectors_per_request": access.ideal_sectors,
            "exact": exact}
+    fig.update(least_metrics(access))
     stride = access.lane_stride_bytes()
     if stride is not None:
         fig["stride_bytes"] = stride

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
-from cudalint.analysis.memory.figures import SECTOR, _min_sectors_shifted
+from cudalint.analysis.memory.figures import SECTOR, _min_sectors_shifted, least_metrics
 from cudalint.analysis.memory.lane_values import N_SAMPLES, PARAM_SAMPLES, WARP
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ def coalescing_figures_by_value(access: "Access", threshold: float) -> dict | No
     if got is None:
         return None
     fig: dict = {"sectors_per_request": got["final"], "ideal_sectors_per_request": ideal,
-                 "exact": False,
+                 "exact": False, **least_metrics(access),
                  "condition": f"{lin.param} >= {got['final_from']}",
                  "by_value": {"param": lin.param, "from": got["final_from"],
                               "least": got["least"], "exceptions": got["exceptions"]}}
