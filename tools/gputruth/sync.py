@@ -115,11 +115,18 @@ def kernels_of(path: Path) -> list[dict]:
         if not launches or launches[0].block is None:
             continue
         l = launches[0]
-        out.append({"kernel": fn.name, "line": fn.node.start_point[0] + 1,
-                    "end_line": fn.node.end_point[0] + 1,
-                    "block": list(l.block), "grid": list(l.grid or (1, 1, 1)),
-                    "params": [p.base_type + ("*" if p.is_pointer else "")
-                               for p in fn.params]})
+        entry = {"kernel": fn.name, "line": fn.node.start_point[0] + 1,
+                 "end_line": fn.node.end_point[0] + 1,
+                 "block": list(l.block), "grid": list(l.grid or (1, 1, 1)),
+                 "params": [p.base_type + ("*" if p.is_pointer else "")
+                            for p in fn.params]}
+        # an integer literal the fixture's launch passes (`k<<<1, 256>>>(in, out, 1024)`)
+        # is what the harness passes too (INT_VALUE for the others)
+        literal = {str(i): int(a.text) for i, a in enumerate(l.args)
+                   if a.type == "number_literal" and a.text.isdigit()}
+        if literal:
+            entry["values"] = literal
+        out.append(entry)
     return out
 
 
@@ -148,7 +155,9 @@ def harness(path: Path, kernels: list[dict]) -> str:
              "cudaMemcpyHostToDevice);",
              "  }"]
     for k in kernels:
-        args = ", ".join(_argument(t, i) for i, t in enumerate(k["params"]))
+        values = k.get("values", {})
+        args = ", ".join(_argument(t, i, values.get(str(i)))
+                         for i, t in enumerate(k["params"]))
         b, g = k["block"], k["grid"]
         lines.append(f'  if (!strcmp(argv[1], "{k["kernel"]}")) {k["kernel"]}<<<dim3({g[0]}, '
                      f"{g[1]}, {g[2]}), dim3({b[0]}, {b[1]}, {b[2]})>>>({args});")
@@ -158,14 +167,17 @@ def harness(path: Path, kernels: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _argument(ptype: str, i: int) -> str:
-    """The harness's argument for a parameter of type ``ptype`` ("float*", "int", ...)."""
+def _argument(ptype: str, i: int, value: int | None = None) -> str:
+    """The harness's argument for a parameter of type ``ptype`` ("float*", "int", ...):
+    ``value`` for an integer parameter the fixture's launch gives a literal."""
     pointer = ptype.endswith("*")
     base = ptype.rstrip("*").strip()
     integer = base in _INT_TYPES
     if pointer:
         return f"({base}*)ibuf[{i}]" if integer else f"({base}*)buf[{i}]"
-    return f"({base}){INT_VALUE}" if integer else f"({base})1.0f"
+    if integer:
+        return f"({base}){INT_VALUE if value is None else value}"
+    return f"({base})1.0f"
 
 
 def sh(cmd: list[str], timeout: int = 180) -> dict:

@@ -88,6 +88,9 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
         self.memo = memo if memo is not None else UnitMemo()
         self.block = block
         self.param_value, self.block_idx, self.grid_dim = sample
+        # integer parameters whose every launch bounds them (model/launch_guards.py):
+        # their figure for this sample, inside those bounds
+        self.param_values: dict[str, int] = {}
         self.structs = structs
         self.functions = functions
         bx, by, bz = block
@@ -165,7 +168,7 @@ class BlockRun(ExpressionEval, CallEval, SharedLog):
             elif p.is_reference or not is_int_type(p.base_type):
                 scope[p.name] = None
             else:
-                scope[p.name] = self.param_value
+                scope[p.name] = self.param_values.get(p.name, self.param_value)
         return scope
 
     def _size(self, elem: str) -> int | None:

@@ -66,6 +66,7 @@ from cudalint.analysis.sync.interval import quiet_kernel
 from cudalint.analysis.sync.unit_memo import UnitMemo
 from cudalint.analysis.sync.values import SharedVar
 from cudalint.model.instances import Instances
+from cudalint.model.launch_guards import param_ranges, sample_in_ranges
 from cudalint.model.launch_shape import block_shape, launch_bounds_threads
 from cudalint.model.types import struct_types
 from cudalint.parse import nesting
@@ -337,6 +338,7 @@ class RaceAnalysis:
         divergent: dict[int, Node] | None = None
         mismatched: dict[int, tuple[Node, Node]] | None = None
         conflicts: dict[int, ConflictHit] | None = None
+        bounded = None          # parameter ranges the launches guarantee, on first run
         for dims, source in blocks:
             if dims[0] * dims[1] * dims[2] > 1024:
                 return
@@ -349,6 +351,10 @@ class RaceAnalysis:
                     return
                 run = BlockRun(ctx, fn, dims, sample, structs, functions, shared_globals,
                                self._memo)
+                if bounded is None:
+                    bounded = param_ranges(ctx, fn)
+                run.param_values = sample_in_ranges(sample[0], SAMPLES.index(sample),
+                                                    bounded)
                 res = run.run()
                 spent[0] += run.steps * run.n + WORK_WEIGHT * run.work
                 if not res.complete:
