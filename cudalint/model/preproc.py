@@ -230,3 +230,52 @@ def _unary(t: list[str], i: int) -> tuple[int | None, int]:
     if tok[0].isalpha() or tok[0] == "_":
         return _word(tok), i + 1
     raise ValueError(tok)
+
+
+_COND_LINE = re.compile(r"^[ \t]*#[ \t]*(ifdef|ifndef|if|elif|else|endif)\b(.*)$", re.M)
+_DEFINED = re.compile(r"^\s*(!)?\s*(?:defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+))\s*$")
+MAX_CONDITIONALS = 10_000       # directives read in one file (issue 25)
+
+
+def needs_undefined(text: str) -> tuple[tuple[int, int, str], ...]:
+    """(start, end, X) of the text regions compiled only where macro ``X`` is NOT
+    defined: the ``#else``/``#elif`` branches of ``#ifdef X`` (or ``#if defined(X)``),
+    and the first branch of ``#ifndef X`` (or ``#if !defined(X)``). A build that defines
+    X (``-DX``, CMake ``target_compile_definitions``) does not compile them; a macro the
+    build does not define may still come from a header, so the other way is not
+    decided (sheet-newcorpus9 W2: torchani's `cosf` under the `#else` of
+    `#ifdef TORCHANI_OPT`, a definition of the same CMake target)."""
+    out: list[tuple[int, int, str]] = []
+    # per open #if group: (macro or None, polarity of the first branch, start of the
+    # current branch, index of the branch)
+    stack: list[list] = []
+    for k, m in enumerate(_COND_LINE.finditer(text)):
+        if k >= MAX_CONDITIONALS:
+            break
+        word, rest = m.group(1), m.group(2)
+        if word in ("ifdef", "ifndef", "if"):
+            name, first = None, True
+            arg = rest.split("//", 1)[0].split("/*", 1)[0].strip()
+            if word == "ifdef" and re.fullmatch(r"\w+", arg):
+                name, first = arg, True
+            elif word == "ifndef" and re.fullmatch(r"\w+", arg):
+                name, first = arg, False
+            elif word == "if":
+                d = _DEFINED.match(arg)
+                if d:
+                    name, first = d.group(2) or d.group(3), not d.group(1)
+            stack.append([name, first, m.end(), 0])
+            continue
+        if not stack:
+            continue
+        group = stack[-1]
+        name, first, start, branch = group
+        if name is not None and ((branch == 0 and not first) or (branch > 0 and first)):
+            out.append((start, m.start(), name))
+        if word == "endif":
+            stack.pop()
+        else:
+            group[2], group[3] = m.end(), branch + 1
+            if word == "elif" and not first:
+                group[0] = None         # after `#ifndef X`, an #elif needs X and more
+    return tuple(out)

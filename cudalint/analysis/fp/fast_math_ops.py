@@ -52,6 +52,8 @@ from functools import lru_cache
 from itertools import islice
 from pathlib import Path
 
+from cudalint.model.preproc import needs_undefined
+
 MAX_FILES = 600                 # CUDA files read for one build (a folder-wide build)
 MAX_PATTERN_PARTS = 32          # folders in one source pattern (a fuzzed 'cu/*/*/...')
 MAX_FILE_BYTES = 4 << 20
@@ -338,16 +340,17 @@ def _stat(path: str) -> tuple[int, int] | None:
 
 @lru_cache(maxsize=2048)
 def _file_scan(path: str, mtime_ns: int, size: int
-               ) -> tuple[tuple[Located, ...], tuple[str, ...]]:
-    """(hits with lines, (name, quoted) of each #include) of one CUDA file."""
+               ) -> tuple[tuple[Located, ...], tuple[str, ...], tuple]:
+    """(hits with lines, (name, quoted) of each #include, the regions compiled only
+    where a macro is not defined: model/preproc.needs_undefined) of one CUDA file."""
     if size > MAX_FILE_BYTES:
-        return (), ()
+        return (), (), ()
     try:
         data = Path(path).read_bytes()
     except OSError:
-        return (), ()
+        return (), (), ()
     if b"\0" in data[:8192]:
-        return (), ()
+        return (), (), ()
     text = data.decode("utf-8", "replace")
     hits = scan(text, device_only=True)
     starts = [m.end() for m in re.finditer(r"\n", text)]
@@ -357,7 +360,8 @@ def _file_scan(path: str, mtime_ns: int, size: int
         located.append(Located(h, path, line))
     includes = tuple((m.group(1) or m.group(2), m.group(1) is not None)
                      for m in _INCLUDE.finditer(text))
-    return tuple(located), includes
+    regions = needs_undefined(text) if hits and "#" in text else ()
+    return tuple(located), includes, regions
 
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.M)
@@ -435,11 +439,13 @@ def resolve_sources(patterns: list[str], folder: str) -> list[str] | None:
 
 
 def files_hits(paths: list[str], seen: set[str] | None = None,
-               search: tuple[str, ...] = ()) -> list[Located]:
+               search: tuple[str, ...] = (), defined: frozenset[str] = frozenset()
+               ) -> list[Located]:
     """The hits in the files and the headers they include, three deep: a quoted include
     relative to its file, then any include on ``search`` (the build's -I folders and the
     project's ``include/``; a system header is found on none and not read). ``seen``
-    collects the files read."""
+    collects the files read. Hits in a branch compiled only where a macro the build
+    defines (``defined``) is not defined are left out."""
     out: list[Located] = []
     seen = set() if seen is None else seen
     todo = [(p, 0) for p in paths]
@@ -451,7 +457,11 @@ def files_hits(paths: list[str], seen: set[str] | None = None,
         sig = _stat(path)
         if sig is None:
             continue
-        located, includes = _file_scan(path, *sig)
+        located, includes, regions = _file_scan(path, *sig)
+        if defined and regions:
+            off = [(a, b) for a, b, name in regions if name in defined]
+            located = tuple(h for h in located
+                            if not any(a <= h.hit.offset < b for a, b in off))
         out += located
         if depth >= MAX_INCLUDE_DEPTH:
             continue
@@ -527,13 +537,19 @@ def build_code(build, kernels, file_text: str, read: set[str] | None = None) -> 
     folder = os.path.dirname(os.path.abspath(build.path))
     if not build.sources:
         paths = _walk_cuda(folder)
-        return BuildCode(files_hits(paths, read, _search_dirs(build, folder)),
-                         "folder" if paths else "unknown")
+        return BuildCode(files_hits(paths, read, _search_dirs(build, folder),
+                                    _defined(build)), "folder" if paths else "unknown")
     paths = resolve_sources(build.sources, folder)
     if not paths:
         return BuildCode([], "unknown")
     how = "folder" if build.sources == ["**/*.cu"] else "sources"
-    return BuildCode(files_hits(paths, read, _search_dirs(build, folder)), how)
+    return BuildCode(files_hits(paths, read, _search_dirs(build, folder), _defined(build)),
+                     how)
+
+
+def _defined(build) -> frozenset[str]:
+    """The macros a build's own flags define (-D, CMake compile definitions)."""
+    return frozenset(build.settings.defines)
 
 
 def compiled_deps(builds) -> tuple[str, tuple]:
