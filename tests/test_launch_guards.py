@@ -78,3 +78,23 @@ def test_cl102_silent_where_every_launch_keeps_the_loop_to_one_pass():
     unguarded = text.replace("if (s <= BS) scan_guarded", "scan_guarded")
     rows = {d.row for d in lint_text(str(path), unguarded, s, "cuda").diagnostics}
     assert rows == {13, 33}
+
+
+def test_the_fixture_agrees_with_racecheck_on_an_h100():
+    """fixtures/CL102/guarded_launch.truth.json (tools/gputruth/sync.py --only, the
+    harness passing the launch's literal 1024, or 5 where the launch passes `s`):
+    racecheck finds the WAR hazard in the unguarded kernel only, at the lines CL102
+    names."""
+    import json
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    truth = json.loads((root / "fixtures/CL102/guarded_launch.truth.json").read_text())
+    hazards = {r["kernel"]: {(h["first_line"], h["second_line"])
+                             for h in r["racecheck"]["hazards"] if h["severity"] == "error"}
+               for r in truth["records"]}
+    assert hazards == {"scan_guarded": set(), "scan_unguarded": {(42, 33)}}
+    path = root / "fixtures/CL102/guarded_launch.cu"
+    s = replace(Settings(), select=("CL102",))
+    (d,) = lint_text(str(path), path.read_text(), s, "cuda").diagnostics
+    assert (d.row, f"line {d.row}", "line 42") == (33, "line 33", "line 42") and \
+        "(line 42)" in d.message
