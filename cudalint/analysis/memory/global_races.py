@@ -74,7 +74,8 @@ from cudalint.analysis.memory.kernel_lanes import KernelLanes
 from cudalint.analysis.memory.kernel_lanes_conditions import (condition_mask,
                                                               expression_guards, strip)
 from cudalint.analysis.memory.lane_values import COUNTER_SAMPLES, Opaque
-from cudalint.analysis.memory.lanes import (MAX_NEST, _direction, _no_known_block,
+from cudalint.analysis.memory.access_direction import direction_of as _direction
+from cudalint.analysis.memory.lanes import (MAX_NEST, _no_known_block,
                                             any_1d_block, _one_dimensional, _Parents,
                                             launch_bindings)
 from cudalint.analysis.memory.race_search import search
