@@ -55,13 +55,16 @@ def parse(data: bytes) -> tree_sitter.Tree:
 
 # bound (issue 25): tree-sitter's error recovery costs about 100 microseconds a token in
 # some broken shapes (fuzz seed 37: 1,780 `if(x)` inside an `if` condition, on 29 lines of a
-# 262 KB file, 7 s a parse). Real code parses at 0.4-2 microseconds a byte (/tmp/real,
-# newcorpus5: 30 KB in 12 ms); a parse is stopped after PARSE_MIN_S or PARSE_S_PER_MB per
-# megabyte of CPU, whichever is more (5 times the slowest real file's rate), and the text
-# is then seen as blank: nothing in it is analysed, and the engine says so (gave_up).
-PARSE_MIN_S = 1.0
-PARSE_S_PER_MB = 10.0
-UNBOUNDED_BYTES = 32 << 10
+# 262 KB file, 7 s a parse; seed 44: 43 KB texts at 11-25 us a byte, parsed 8 times by one
+# editor session). Real code parses at 0.3-1.9 microseconds a byte (967 files over 8 KB of
+# /tmp/real, newcorpus5, nc8, nc9: the slowest rate gpu4pyscf's 45 KB md_contract_j.cu,
+# 0.083 s; the slowest file a 1.9 MB one, 0.64 s); a parse is stopped after PARSE_MIN_S or
+# PARSE_S_PER_MB per megabyte of CPU, whichever is more (about 3 times the slowest real
+# file's time and rate), and the text is then seen as blank: nothing in it is analysed,
+# and the engine says so (gave_up).
+PARSE_MIN_S = 0.25
+PARSE_S_PER_MB = 5.0
+UNBOUNDED_BYTES = 10 << 10
 _CHUNK = 1 << 16
 _GAVE_UP: dict[bytes, None] = {}     # digests of the texts whose parse was stopped
 
@@ -75,7 +78,7 @@ def _bounded(data: bytes, old: tree_sitter.Tree | None = None) -> tree_sitter.Tr
     """The parse of ``data``, or None when it took longer than its budget."""
     if len(data) < UNBOUNDED_BYTES:
         # the worst rate seen (25 us a byte, seed 37) cannot reach PARSE_MIN_S here: one
-        # plain parse, not the timed one and its reparse (most real files are this small)
+        # plain parse, not the timed one and its reparse (many real files are this small)
         return _parser.parse(data, old) if old is not None else _parser.parse(data)
     limit = parse_budget_s(len(data))
     start = time.thread_time()
