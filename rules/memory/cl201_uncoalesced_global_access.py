@@ -14,7 +14,7 @@ from cudalint.analysis.memory.siblings import (SiblingGroup, access_row, constan
                                                group_siblings)
 from cudalint.analysis.memory.siblings import direction as _direction
 from cudalint.analysis.memory.symbolic import coalescing_figures_by_value, large_value_samples
-from cudalint.analysis.memory.repeated_loads import repeated_load
+from cudalint.analysis.memory.repeated_loads import own_store, repeated_load
 from cudalint.analysis.memory.staging import staging_load
 from cudalint.analysis.memory.traffic import (fetched_and_used, filled_by_neighbours,
                                               other_warps_may_fill, rereading_loop)
@@ -114,7 +114,10 @@ class UncoalescedGlobalAccess(Rule):
     `warp_used_bytes`, or `loop_line`. JSON metrics:
     `sectors_per_request`, `ideal_sectors_per_request`, `exact`, `stride_bytes` (or
     `x_stride_bytes` for 2D blocks), `block`, `block_source`, `block_line`,
-    `sibling_accesses`, `sibling_rows`. The threshold compares with
+    `sibling_accesses`, `sibling_rows`. A load of what the same thread stored earlier
+    in every lane (a loop writing a record's fields, then reading some back) is not
+    reported: no fetched byte goes unused on its account (sheet-newcorpus9; the store
+    is reported at the store). The threshold compares with
     `ideal_sectors_per_request` (32 distinct lanes, as measured); the message's "instead
     of N" is `least_sectors_per_request`, the sectors the warp's distinct bytes need
     (lanes reading one address share it; `least_sectors_per_request_max` and "2-4" when
@@ -411,6 +414,9 @@ class UncoalescedGlobalAccess(Rule):
         # a load of elements an earlier load of the kernel already holds in a register
         # issues no request of its own: no finding of its own
         flagged = [f for f in flagged if repeated_load(f[0], facts.accesses) is None]
+        # nor does a load of what the thread itself has just stored: no DRAM bytes go
+        # unused on its account (the store is said at the store)
+        flagged = [f for f in flagged if own_store(f[0], facts.accesses) is None]
         # figures stay per access (the GPU measures each one); the fields of one record
         # accessed one after another are reported once, at the first of them
         hot_path = ctx.analysis(HotPath) if flagged else None

@@ -125,3 +125,82 @@ def _may_write_between(first: Node, later: Node, body: Node) -> bool:
                 return True             # through a subscript, pointer or field
         stack.extend(cur.named_children)
     return False
+
+
+def own_store(access: "Access", accesses: list["Access"]) -> "Access | None":
+    """An earlier store through the same pointer that wrote, in every lane, warp and
+    sample, every byte this load reads in that lane, and that ran whenever this load
+    runs: outside any branch, or in constant-trip loops the load is after (3dgrut's
+    ``for (i < 4) { float3& v = vrt[s + i]; v = ...; }`` then ``vrt[s + 1] - vrt[s + 0]``).
+    The load reads back what its own thread has just written: no DRAM bytes go unused
+    on its account (the store's own pattern is the store's finding), and the remedy is to
+    keep the values, not a layout (sheet-newcorpus9, the re-scored new finding)."""
+    from cudalint.analysis.memory.loops import counter_walk
+    if not access.is_load or access.is_store or access.reached is not None:
+        return None
+    body = access.kernel.body
+    if body is None:
+        return None
+    for other in accesses:
+        if other is access or not other.is_store or other.kernel is not access.kernel or \
+                other.reached is not None or other.space != access.space or \
+                other.region != access.region or \
+                _statement_end(other.node, body) > access.node.start_byte or \
+                not _always_before(other, access.node, body):
+            continue                # (`a[i] = a[i] * 2`: the load runs before the store)
+        if _covers(counter_walk(other), access):
+            return other
+    return None
+
+
+def _statement_end(node: Node, body: Node) -> int:
+    """Where the statement holding ``node`` ends."""
+    cur = node
+    while cur is not None and cur.id != body.id:
+        if cur.type.endswith("statement") or cur.type == "declaration":
+            return cur.end_byte
+        cur = cur.parent
+    return body.end_byte
+
+
+def _always_before(other: "Access", load: Node, body: Node) -> bool:
+    """The store runs whenever ``load`` runs: below their common statement, it sits
+    under no branch and in no loop but ``for`` loops with a constant trip count, which
+    finish before ``load``; and ``load`` is in no loop the store is outside of."""
+    from cudalint.analysis.memory.loops import counted_loop
+    store = other.node
+    up_store = _ancestors(store, body)
+    up_load = {n.id for n in _ancestors(load, body)}
+    lca = next((n for n in up_store if n.id in up_load), body)
+    for child in _ancestors(store, lca):
+        parent = child.parent
+        if parent is None or parent.id == lca.id:
+            break
+        if _conditional_child(parent, child) and parent.type not in _LOOPS:
+            return False
+        if parent.type in _LOOPS:
+            counted = counted_loop(other.int_values, parent) \
+                if parent.type == "for_statement" else None
+            if counted is None or not counted.trip:
+                return False        # a loop that may run no pass
+    for child in _ancestors(load, lca):
+        if child.type in _LOOPS:
+            return False
+    return True
+
+
+def _covers(stores: list["Access"], load: "Access") -> bool:
+    """Every active lane of ``load`` reads bytes that the same lane's stores wrote."""
+    for k, row in enumerate(load.groups):
+        spans = [s.groups[k] for s in stores if k < len(s.groups)]
+        for lane, a in enumerate(row):
+            if a is None:
+                continue
+            need = set(range(a, a + load.width))
+            for srow, s in zip(spans, stores):
+                b = srow[lane] if lane < len(srow) else None
+                if b is not None:
+                    need.difference_update(range(b, b + s.width))
+            if need:
+                return False
+    return True
