@@ -22,6 +22,12 @@ from cudalint.sources.python.units import OPAQUE_PREFIX, describe_opaque
 from cudalint.suppressions import parse_suppressions
 
 BINARY_SNIFF = 8192
+# bound (issue 25): the CUDA units of one file analysed, at most (distinct ones: copies
+# of one compile call are analysed once). A Python file of the corpora gives at most 42
+# (ptypy's kernels.py, over 1,271 files that compile CUDA); a fuzzed one gave 512 (64
+# copies of pycuda's reduction, each read through 8 callers: 9 s a lint). The units past
+# it are not analysed, and a CL000 says how many.
+MAX_UNITS_PER_FILE = 128
 
 
 @dataclass
@@ -168,12 +174,22 @@ def _lint_text(path: str, text: str, settings: Settings, kind: str) -> FileResul
 
     unit_rules = [r for r in rules if r.target == "unit"]
     seen: set = set()
-    for unit in units:
+    analysed = 0
+    for k, unit in enumerate(units):
         key = _analysis_key(unit)
         if key is not None:
             if key in seen:
                 continue
             seen.add(key)
+        analysed += 1
+        if analysed > MAX_UNITS_PER_FILE:
+            emb = unit.embedded
+            left = len(units) - k
+            notices.append((emb.call_start if emb is not None else 0,
+                            f"{left} more CUDA unit{'s' if left != 1 else ''} of this file "
+                            f"(compile calls and their callers) not analysed: at most "
+                            f"{MAX_UNITS_PER_FILE} a file"))
+            break
         ctx = UnitContext(unit, settings)
         if settings.parse_notices and _wants_notices(rules):
             for off, msg in _parse_notices(ctx):

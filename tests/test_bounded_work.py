@@ -209,3 +209,20 @@ def test_a_deep_expression_in_a_device_function_is_not_walked_by_recursion():
     finally:
         sys.setprofile(None)
     assert deepest[0] < 400, deepest[0]
+
+
+def test_units_of_a_file_past_the_budget_are_not_analysed(monkeypatch):
+    # fuzz seed 42: 512 units in one Python file (64 copies of pycuda's reduction, each
+    # read through 8 callers), 9 s a lint; the corpora's most is 42
+    from cudalint import engine
+    kernel = ("k{n} = cp.RawKernel(r'''__global__ void k{n}(float* o) "
+              "{{ o[threadIdx.x * 32 + {n}] = 1.0f; }}''', 'k{n}')\n")
+    text = "import cupy as cp\n" + "".join(kernel.format(n=n) for n in range(3))
+    s = Settings(select=("CL201", "CL000"))
+    every = lint_text("k.py", text, s, "python").diagnostics
+    assert sorted(d.row for d in every if d.code == "CL201") == [2, 3, 4]
+    monkeypatch.setattr(engine, "MAX_UNITS_PER_FILE", 2)
+    some = lint_text("k2.py", text, s, "python").diagnostics
+    assert sorted(d.row for d in some if d.code == "CL201") == [2, 3]
+    (notice,) = [d for d in some if d.code == "CL000"]
+    assert notice.row == 4 and "1 more CUDA unit of this file" in notice.message
