@@ -146,8 +146,11 @@ def test_block_runs_of_a_file_stop_past_their_budget(monkeypatch):
     ran.clear()
     monkeypatch.setattr(races, "_SPENT", {})
     monkeypatch.setattr(races, "FILE_WORK", 0)
-    lint_text("t2.cu", text, Settings(select=("CL101", "CL102")), "cuda")
+    res = lint_text("t2.cu", text, Settings(select=("CL101", "CL102", "CL000")), "cuda")
     assert set(ran) == {"k0"}          # the first kernel's runs spent the budget
+    (notice,) = [d for d in res.diagnostics if d.code == "CL000"]
+    assert "simulation (CL101-CL105) stops at kernel `k0`" in notice.message
+    assert notice.row == 1              # k0's definition: its second sample is not run
 
 
 def test_block_run_work_counts_the_access_log():

@@ -345,9 +345,15 @@ class RaceAnalysis:
             for sample in SAMPLES:
                 spent = _SPENT.get(ctx.unit.file)
                 if spent is None:
-                    spent = _SPENT[ctx.unit.file] = [0]
+                    spent = _SPENT[ctx.unit.file] = [0, False]
                 if spent[0] > FILE_WORK:
                     self.incomplete[fn.name] = "the file's budget of block runs"
+                    if not spent[1]:        # said once a file, at the first kernel left
+                        spent[1] = True
+                        ctx.notices.append((fn.node.start_byte, (
+                            f"the race and barrier simulation (CL101-CL105) stops at "
+                            f"kernel `{fn.name}`: the file's budget of {FILE_WORK:,} units "
+                            f"of work is spent; the file's later kernels are not run")))
                     return
                 run = BlockRun(ctx, fn, dims, sample, structs, functions, shared_globals,
                                self._memo)
