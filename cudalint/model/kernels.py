@@ -536,10 +536,15 @@ class Model:
                      env: dict[str, int]) -> tuple[int, int, int] | None:
         """A launch-configuration expression as (x, y, z), or None if not a known constant."""
         if node.type == "identifier" and host is not None and host.body is not None:
-            init = _last_initializer(host.nodes_in("declaration"), text(node),
+            name = text(node)
+            init = _last_initializer(host.nodes_in("declaration"), name,
                                      before=node.start_byte)
+            if init is not None and _written_after(host.body, name, init.end_byte):
+                init = None     # `int m = 1; for (...) m *= size[i];`: not its initializer
+                if name not in env:
+                    return None  # (sheet-newcorpus10 W2, pytorch-loss taylor_softmax)
             if init is None:
-                value = _eval(text(node), env)
+                value = _eval(name, env)
                 return (value, 1, 1) if value else None
             node = init
         if node.type in ("call_expression", "argument_list", "initializer_list",
@@ -739,6 +744,21 @@ def _last_initializer(declarations: list[Node], name: str, before: int) -> Node 
                     p.child_by_field_name("declarator") is None
                     for p in params.named_children) else None
     return best
+
+
+def _written_after(body: Node, name: str, start: int) -> bool:
+    """Is ``name`` assigned (``=``, ``op=``, ``++``, ``--``) or its address taken in
+    ``body`` after byte ``start`` (its initializer's end)? Anywhere after it, a launch
+    in a loop included: the value at the launch is then not the initializer's."""
+    data = body.text or b""
+    rest = data[max(0, start - body.start_byte):]
+    key = name.encode()
+    if key not in rest:
+        return False
+    v = re.escape(key)
+    return re.search(rb"(?<![\w.>])" + v + rb"\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|"
+                     rb"(?:\+\+|--)\s*" + v + rb"\b|(?<![\w.>])" + v + rb"\s*(?:\+\+|--)|"
+                     rb"(?<![&\w)\]])&\s*" + v + rb"\b", rest) is not None
 
 
 def _in_scope(decl: Node, at: int) -> bool:
