@@ -75,7 +75,14 @@ class MissingBlockBarrier(Rule):
     severity = "error"
 
     def check(self, ctx):
+        slots = _register_slots(ctx)
         for group in race_groups(ctx):
+            if slots and all((r.first.start_byte, r.second.start_byte) in slots or
+                             id(r) in group.same_value for r in group.races) and \
+                    any((r.first.start_byte, r.second.start_byte) in slots
+                        for r in group.races):
+                continue        # a per-thread value in one shared word (and words every
+                                # thread stores alike): CL107 says it
             site = group.site
             if site is not None:
                 yield call_finding(group, ctx)
@@ -95,6 +102,23 @@ class MissingBlockBarrier(Rule):
                 found = relocated(ctx, race_finding(group, ctx), _representative(group))
                 if found is not None:
                     yield found
+
+
+def _register_slots(ctx) -> set[tuple[int, int]]:
+    """(store, read) places of the shared words every thread stores its own value in and
+    reads back as its own (write_conflicts.read_back): a barrier between them would give
+    every thread the last writer's value, so CL102's remedy is wrong there; CL107 says
+    to keep the value in a register (sheet-newcorpus10 W1, pytorch-loss)."""
+    data = ctx.unit.data if isinstance(ctx.unit.data, bytes) else ctx.unit.data.encode()
+    if b"__shared__" not in data:
+        return set()
+    from cudalint.analysis.sync.write_conflicts import SharedWriteConflicts, read_back
+    out = set()
+    for c in ctx.analysis(SharedWriteConflicts).items:
+        back = read_back(c)
+        if back is not None:
+            out.add((c.node.start_byte, back.start_byte))
+    return out
 
 
 def _representative(group: RaceGroup) -> Race:

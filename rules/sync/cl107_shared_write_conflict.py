@@ -1,4 +1,4 @@
-from cudalint.analysis.sync.write_conflicts import SharedWriteConflicts
+from cudalint.analysis.sync.write_conflicts import SharedWriteConflicts, read_back
 from cudalint.diagnostics import Finding
 from cudalint.model.preproc import not_for_modern_cuda
 from cudalint.rule import Rule
@@ -21,7 +21,11 @@ class SharedWriteConflict(Rule):
     Which value stays depends on the order the warps run in (a write-write race), and
     among the lanes of one warp storing in one instruction it is unspecified. A
     barrier does not help; one thread must write (`if (threadIdx.x == 0)`), or the
-    values must be combined (`atomicMax`, a block reduction). Measured on an H100
+    values must be combined (`atomicMax`, a block reduction). When every thread then
+    reads the word back as its own value before any barrier (`s[0] = tid; for (int
+    i = s[0]; ...)`: a local variable put in shared memory), the message says so and
+    asks for a register instead; CL102 does not report that read (a barrier would give
+    every thread the last writer's value; sheet-newcorpus10 W1, pytorch-loss). Measured on an H100
     (`fixtures/CL107/truth.json`, `fixtures/CL107/shared_scalar.truth.json`):
     compute-sanitizer racecheck reports these stores as errors, within one warp too,
     and nothing for the same-value form.
@@ -54,13 +58,24 @@ class SharedWriteConflict(Rule):
                 continue
             a, b = c.threads
             va, vb = (_value(v) for v in c.values)
+            back = read_back(c)
+            if back is not None:
+                # every thread reads the word back as its own value: neither one writer
+                # nor a barrier is the remedy (sheet-newcorpus10 W1)
+                row = ctx.unit.own_line(back.start_byte)
+                remedy = (f"each thread reads `{ctx.text(back)}` back"
+                          f"{f' at line {row}' if row is not None else ''} as its own "
+                          f"value: a per-thread value kept in one shared word; keep it in a "
+                          f"register (a local variable) instead")
+            else:
+                remedy = ("which value stays is not defined (let one thread store it, or "
+                          "combine the values with an atomic or a reduction)")
             for inst in instance_mentions(ctx, c.kernel):
                 yield Finding.at(
                     c.node,
                     f"shared write conflict: threads {a} and {b} store different values "
                     f"({va} and {vb}) to `{c.array.split('@')[0]}` at byte {c.address} in "
-                    f"one statement{inst}; which value stays is not defined (let one thread "
-                    f"store it, or combine the values with an atomic or a reduction)",
+                    f"one statement{inst}; {remedy}",
                     metrics={"threads": list(c.threads), "array": c.array.split("@")[0],
                              "block": list(c.block), "block_source": c.block_source,
                              "kernel": c.kernel.name})

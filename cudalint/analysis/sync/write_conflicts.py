@@ -114,3 +114,49 @@ def _target(left: Node, names: set[str]) -> Node | None:
     idx = left.child_by_field_name("indices")
     inner = [c for c in idx.named_children if c.type != "comment"] if idx is not None else []
     return inner[0] if len(inner) == 1 else None
+
+
+_BARRIER = re.compile(rb"__syncthreads|__syncwarp|\bsync\s*\(|__barrier_sync|bar\.sync")
+
+
+def read_back(c: "WriteConflict") -> Node | None:
+    """Where the threads that stored ``c``'s different values read the same element back,
+    each as its own: the first read of the stored expression (the same text) after the
+    store's statement in the kernel, with no barrier and no other store to it in between
+    (pytorch-loss's `sdata[0] = blockIdx.x * blockDim.x + threadIdx.x; for (int
+    i{sdata[0]}; ...)`, sheet-newcorpus10 W1: a per-thread value kept in one shared
+    word). None for any other shape."""
+    body = c.kernel.body
+    if body is None:
+        return None
+    key = c.node.text
+    stmt = c.node
+    while stmt is not None and not stmt.type.endswith("statement") and \
+            stmt.type != "declaration":
+        stmt = stmt.parent
+    if stmt is None or not key:
+        return None
+    data = body.text or b""
+    start = stmt.end_byte
+    found = None
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n.end_byte <= start or n.type == "comment":
+            continue
+        if n.start_byte >= start and n.text == key and n.type == c.node.type:
+            if found is None or n.start_byte < found.start_byte:
+                found = n
+            continue
+        stack.extend(n.children)
+    if found is None:
+        return None
+    between = data[start - body.start_byte:found.start_byte - body.start_byte]
+    if _BARRIER.search(between) or re.search(re.escape(key) + rb"\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)",
+                                             between):
+        return None
+    parent = found.parent
+    if parent is not None and parent.type == "assignment_expression" and \
+            parent.child_by_field_name("left") == found:
+        return None             # stored again, not read
+    return found
