@@ -177,9 +177,24 @@ def _archs_in_version(path: str, mtime_ns: int, size: int) -> tuple[int, ...]:
         return ()
 
 
+_COMMENT = re.compile(r"""#\[(=*)\[.*?\]\1\]|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|#[^\n]*""",
+                      re.S)
+
+
+def _uncommented(text: str) -> str:
+    """``text`` with its ``#`` comments blanked (CMake's, Python's and TOML's; a CMake
+    bracket comment too), quoted strings kept: LEAP's CMakeLists.txt lists `75 86 87 89`
+    in a commented-out line beside the live `all-major` (sheet-newcorpus11)."""
+    return _COMMENT.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else
+                        re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
 def archs_in_text(text: str) -> tuple[int, ...]:
-    """The architectures of the CMake and PyTorch lists written in a build file."""
+    """The architectures of the CMake and PyTorch lists written in a build file (not
+    in its comments)."""
     out: set[int] = set()
+    if "#" in text:
+        text = _uncommented(text)
     for m in _CMAKE_LIST.finditer(text):
         for word in re.split(r"[\s;\"']+", m.group(1) or m.group(2) or ""):
             # 75, 75-real, 86-virtual; ${VAR}, native, all, all-major say nothing here

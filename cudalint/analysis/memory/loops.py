@@ -175,9 +175,11 @@ def counted_loop(int_values, loop: Node, open_stop: bool = False) -> CountedLoop
     if len(declared) != 1 or declared[0][3] is None or declared[0][2]:
         return None
     name = declared[0][0]
+    # `v != V` stepping up by one from below runs as `v < V` (sheet-newcorpus11 W1:
+    # optimized_transducer's `for (v = 0; v != vocab_size; ++v)` row walks)
     if cond.type != "binary_expression" or \
             text(cond.child_by_field_name("left")) != name or \
-            text(cond.child_by_field_name("operator")) not in ("<", "<="):
+            text(cond.child_by_field_name("operator")) not in ("<", "<=", "!="):
         return None
     ut = text(upd).replace(" ", "")
     if ut not in (f"++{name}", f"{name}++", f"{name}+=1", f"{name}={name}+1"):
@@ -188,6 +190,9 @@ def counted_loop(int_values, loop: Node, open_stop: bool = False) -> CountedLoop
         return CountedLoop(loop, init, start[0], (), None, False)
     if start is None or stop is None or len(set(start)) != 1:
         return None
+    if text(cond.child_by_field_name("operator")) == "!=" and \
+            any(v is None or v < start[0] for v in stop):
+        return None             # would run past the stop: not a counted loop
     if text(cond.child_by_field_name("operator")) == "<=":
         stop = tuple(v + 1 for v in stop)
     first = start[0]
