@@ -49,3 +49,35 @@ def test_commented_architecture_lists_are_not_read():
     # a `#` inside a quoted string is not a comment
     assert archs_in_text('set(X "a#b")\nset(CMAKE_CUDA_ARCHITECTURES 86)\n') == (86,)
     assert archs_in_text("os.environ['TORCH_CUDA_ARCH_LIST'] = '7.5;8.6'  # 9.0\n") == (75, 86)
+
+
+ENDPOINTS = """
+__global__ void integ(const float* solids, int numObjects, float* floatData, int* intData, float* g) {
+  const int ip = threadIdx.x + blockIdx.x * blockDim.x;
+  float* endPoints = &floatData[ip * 4 * numObjects];
+  float* lo = &floatData[ip * 4 * numObjects + 2 * numObjects];
+  int* objs = &intData[ip * numObjects];
+  int count = numObjects / 2;
+  float ret = 0.f;
+  for (int i = 0; i < 2 * count - 1; i++) {
+    const float mid = (endPoints[i + 1] + endPoints[i]) * 0.5f;
+    for (int ind = count - 1; ind >= 0; ind--) {
+      const int j = objs[ind];
+      if (lo[j] <= mid) {
+        ret += solids[j] * (endPoints[i + 1] - endPoints[i]);
+        break;
+      }
+    }
+  }
+  g[ip] = ret;
+}
+void go(const float* s, int n, float* fd, int* id, float* g, int nb) { integ<<<nb, 8>>>(s, n, fd, id, g); }
+"""
+
+
+def test_w2_overlapping_windows_moved_by_one_walk_the_row():
+    # LEAP analytic_ray_tracing_gpu.cu:679: `endPoints[i + 1] - endPoints[i]` inside an
+    # inner loop, the outer loop moving i by one element: the thread walks its row
+    (d,) = [m for m in _msgs(ENDPOINTS) if m.startswith("uncoalesced load endPoints[i + 1]")]
+    assert "each thread walks its own row across the loop at line 9" in d
+    assert "the kernel reads" not in d and "SoA" not in d

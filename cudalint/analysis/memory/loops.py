@@ -338,8 +338,9 @@ def whole_record_loop(access: Access, span: int | None = None,
                 return None
             return loop
         got = counter_step(access, counted)
-        if got is None or got[1] != span:
-            continue
+        if got is None or not 0 < got[1] <= span:
+            continue            # (a step under the span: windows that overlap, `e[i]` and
+                                # `e[i + 1]` moved by one, LEAP, sheet-newcorpus11 W2)
         first, ok = got[0], False
         for g, row in enumerate(first.groups):
             live = [x for x in row if x is not None]
@@ -358,7 +359,7 @@ def whole_record_loop(access: Access, span: int | None = None,
 
 def row_walk_loop(access: Access, span: int, samples: set[int] | None = None) -> Node | None:
     """A loop with a run-time trip count around the access whose counter moves each
-    lane's address by ``span``
+    lane's address by at most ``span``
     bytes (the bytes the access and its siblings cover), less than the distance between
     neighbouring lanes, the same step for every lane of every warp and sample: each
     thread walks its own row across the loop's iterations, however far its trip count
@@ -387,8 +388,9 @@ def row_walk_loop(access: Access, span: int, samples: set[int] | None = None) ->
             # W5) is walked past counter_walk's reach: its row is the next iterations'
             continue
         got = counter_step(access, counted)
-        if got is None or got[1] != span:
-            continue
+        if got is None or not 0 < got[1] <= span:
+            continue            # (a step under the span: windows that overlap, `e[i]` and
+                                # `e[i + 1]` moved by one, LEAP, sheet-newcorpus11 W2)
         strides = set()
         nw = max(1, len(got[0].groups) // N_SAMPLES)
         for g, row in enumerate(got[0].groups):
