@@ -1,5 +1,5 @@
 """A launch's ``dim3`` variable is the declaration in scope at the launch
-(model.kernels ``_last_initializer``): gpu4pyscf's solvent/pcm.cu declares `const dim3
+(model.kernels ``last_initializer``): gpu4pyscf's solvent/pcm.cu declares `const dim3
 threads(THREADS, THREADS)` in one `{ }` and `const dim3 threads(THREADS * THREADS)` in
 the next; the second launch's block was read as the first's 32x32 (a false CL108,
 bench/triage/sheet-newcorpus8.md class W7). CL201/CL202 read the same Launch.block."""

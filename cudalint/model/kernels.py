@@ -537,9 +537,9 @@ class Model:
         """A launch-configuration expression as (x, y, z), or None if not a known constant."""
         if node.type == "identifier" and host is not None and host.body is not None:
             name = text(node)
-            init = _last_initializer(host.nodes_in("declaration"), name,
+            init = last_initializer(host.nodes_in("declaration"), name,
                                      before=node.start_byte)
-            if init is not None and _written_after(host.body, name, init.end_byte):
+            if init is not None and written_after(host.body, name, init.end_byte):
                 init = None     # `int m = 1; for (...) m *= size[i];`: not its initializer
                 if name not in env:
                     return None  # (sheet-newcorpus10 W2, pytorch-loss taylor_softmax)
@@ -714,7 +714,7 @@ def _enum_values(node: Node, env: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def _last_initializer(declarations: list[Node], name: str, before: int) -> Node | None:
+def last_initializer(declarations: list[Node], name: str, before: int) -> Node | None:
     """The initializer of the last declaration of ``name`` before a byte offset that is
     in scope there: a declaration in a sibling ``{ }`` is not (gpu4pyscf pcm.cu declares
     `const dim3 threads(THREADS, THREADS)` in one block and `threads(THREADS * THREADS)`
@@ -746,7 +746,7 @@ def _last_initializer(declarations: list[Node], name: str, before: int) -> Node 
     return best
 
 
-def _written_after(body: Node, name: str, start: int) -> bool:
+def written_after(body: Node, name: str, start: int) -> bool:
     """Is ``name`` assigned (``=``, ``op=``, ``++``, ``--``) or its address taken in
     ``body`` after byte ``start`` (its initializer's end)? Anywhere after it, a launch
     in a loop included: the value at the launch is then not the initializer's."""

@@ -15,12 +15,12 @@ or a local set at its declaration): otherwise nothing is known.
 """
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
 from cudalint.model.consteval import eval_int
+from cudalint.model.kernels import last_initializer, written_after
 
 if TYPE_CHECKING:
     from cudalint.context import UnitContext
@@ -92,8 +92,9 @@ def _ranges_at(ctx: "UnitContext", call: Node, names: list[str]) -> dict[str, Ra
     facts = _guards(call)
     if not facts:
         return {}
-    host = _host(call)
-    body = host.text.decode("utf-8", "replace") if host is not None and host.text else ""
+    host = ctx.model.enclosing_function(call)
+    if host is None or host.body is None:
+        return {}
     constants = ctx.model.constants
     out: dict[str, Range] = {}
     for k, name in enumerate(names):
@@ -108,17 +109,18 @@ def _ranges_at(ctx: "UnitContext", call: Node, names: list[str]) -> dict[str, Ra
             b_lo, b_hi = bound
             lo = b_lo if lo is None else (lo if b_lo is None else max(lo, b_lo))
             hi = b_hi if hi is None else (hi if b_hi is None else min(hi, b_hi))
-        if (lo is not None or hi is not None) and not _assigned(body, var):
+        if (lo is not None or hi is not None) and not _written(host, var, call):
             out[name] = (lo, hi)
     return out
 
 
-def _host(node: Node) -> Node | None:
-    for _ in range(MAX_UP):
-        node = node.parent
-        if node is None or node.type == "function_definition":
-            return node
-    return None
+def _written(host: "Function", var: str, call: Node) -> bool:
+    """Is ``var`` written in the host function other than where it is declared with a
+    value (a parameter: anywhere in its body)? The test the launch's argument values
+    use too (model/kernels.written_after)."""
+    init = last_initializer(host.nodes_in("declaration"), var, before=call.start_byte)
+    start = init.end_byte if init is not None else host.body.start_byte
+    return written_after(host.body, var, start)
 
 
 def _guards(call: Node) -> list[tuple[Node, str, Node]]:
@@ -167,19 +169,3 @@ def _compare(left: Node, op: str, right: Node, var: str, constants) -> Range | N
         return None
     return {"<": (None, value - 1), "<=": (None, value), ">": (value + 1, None),
             ">=": (value, None), "==": (value, value)}[op]
-
-
-def _assigned(body: str, var: str) -> bool:
-    """Is ``var`` written in the host function other than where it is declared with a
-    value (``int s = ...``)? Its address taken counts as written."""
-    v = re.escape(var)
-    if re.search(rf"(\+\+|--|(?<!&)&(?!&))\s*{v}\b|\b{v}\s*(\+\+|--)", body):
-        return True
-    for m in re.finditer(rf"\b{v}\s*([-+*/%&|^]|<<|>>)?=(?!=)", body):
-        before = body[:m.start()].rstrip()
-        # a declaration: a type name right before (`int s =`, `const int s =`)
-        if m.group(1) is None and re.search(r"\b(int|long|unsigned|size_t|auto|short|"
-                                            r"int\d+_t|uint\d+_t|char)\s*$", before):
-            continue
-        return True
-    return False

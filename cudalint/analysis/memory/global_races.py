@@ -48,7 +48,7 @@ its scalar parameters (``k<<<n, K>>>(u, K)``: blockDim.x is K) is evaluated at b
 32, 256 and 1024 threads with that parameter bound to the width, and a store is reported
 only when it races at each (faiss's ``uterm[blockIdx.x * K + threadIdx.x] += ...`` is one
 element per thread for every K; sheet-newcorpus8 W9). A launch's ``dim3`` variable is the
-declaration in scope at the launch (model.kernels ``_last_initializer``), not a
+declaration in scope at the launch (model.kernels ``last_initializer``), not a
 same-named one of a sibling ``{ }`` (sheet-newcorpus8 W7).
 
 Not reported: atomics (the address is taken); an access under a condition that reads an

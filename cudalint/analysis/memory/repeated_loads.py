@@ -70,16 +70,22 @@ def _ancestors(node: Node, stop: Node) -> list[Node]:
     return out
 
 
-def _runs_before_on_every_path(first: Node, later: Node, body: Node) -> bool:
+def _runs_before_on_every_path(first: Node, later: Node, body: Node,
+                               finishes=None) -> bool:
+    """``first`` runs whenever ``later`` runs: below their common statement ``first`` is
+    under no branch (nor in a loop, unless ``finishes(loop)`` says the loop runs to its
+    end before ``later``: a constant-trip ``for``), and ``later`` is in no loop there."""
     up_first = _ancestors(first, body)
     up_later = {n.id for n in _ancestors(later, body)}
     lca = next((n for n in up_first if n.id in up_later), body)
-    # the first load runs whenever the common statement runs
     for child in _ancestors(first, lca):
         parent = child.parent
         if parent is None or parent.id == lca.id:
             break
-        if _conditional_child(parent, child):
+        if finishes is not None and parent.type in _LOOPS:
+            if not finishes(parent):
+                return False
+        elif _conditional_child(parent, child):
             return False
     # the later one is in no loop below the common statement
     for child in _ancestors(later, lca):
@@ -146,7 +152,8 @@ def own_store(access: "Access", accesses: list["Access"]) -> "Access | None":
                 other.reached is not None or other.space != access.space or \
                 other.region != access.region or \
                 _statement_end(other.node, body) > access.node.start_byte or \
-                not _always_before(other, access.node, body):
+                not _runs_before_on_every_path(other.node, access.node, body,
+                                               _finishes(other)):
             continue                # (`a[i] = a[i] * 2`: the load runs before the store)
         if _covers(counter_walk(other), access):
             return other
@@ -163,30 +170,17 @@ def _statement_end(node: Node, body: Node) -> int:
     return body.end_byte
 
 
-def _always_before(other: "Access", load: Node, body: Node) -> bool:
-    """The store runs whenever ``load`` runs: below their common statement, it sits
-    under no branch and in no loop but ``for`` loops with a constant trip count, which
-    finish before ``load``; and ``load`` is in no loop the store is outside of."""
+def _finishes(store: "Access"):
+    """Loops that run all their passes before what follows them: ``for`` loops with a
+    constant, non-zero trip count (a loop that may run no pass may not store)."""
     from cudalint.analysis.memory.loops import counted_loop
-    store = other.node
-    up_store = _ancestors(store, body)
-    up_load = {n.id for n in _ancestors(load, body)}
-    lca = next((n for n in up_store if n.id in up_load), body)
-    for child in _ancestors(store, lca):
-        parent = child.parent
-        if parent is None or parent.id == lca.id:
-            break
-        if _conditional_child(parent, child) and parent.type not in _LOOPS:
+
+    def finishes(loop: Node) -> bool:
+        if loop.type != "for_statement":
             return False
-        if parent.type in _LOOPS:
-            counted = counted_loop(other.int_values, parent) \
-                if parent.type == "for_statement" else None
-            if counted is None or not counted.trip:
-                return False        # a loop that may run no pass
-    for child in _ancestors(load, lca):
-        if child.type in _LOOPS:
-            return False
-    return True
+        counted = counted_loop(store.int_values, loop)
+        return counted is not None and bool(counted.trip)
+    return finishes
 
 
 def _covers(stores: list["Access"], load: "Access") -> bool:
