@@ -1,3 +1,5 @@
+import re
+
 from cudalint.project.buildflags import unit_settings
 from cudalint.diagnostics import Edit, Finding, Fix
 from cudalint.rule import Rule
@@ -16,6 +18,21 @@ class FmaContractionSensitive(Rule):
     Not reported: sums and differences of products whose sign is not tested, integer
     arithmetic, code already written with `__fmul_rn`/`__fadd_rn`/`fmaf`, and units built
     with `-fmad=false`.
+
+    (Revised 2026-11-25, issue 20) Not reported either: a quadratic's discriminant, a
+    difference stored in a variable that the same function passes to a square root (`D =
+    B*B - A*C; if (D < 0) return; ... sqrtf(D)`). The test only keeps the root's argument
+    in its domain: near zero both outcomes give nearly the same root, and the contracted
+    form is the more accurate difference. The eighth and eleventh triages judged all 4
+    such findings not worth acting on (astra-toolbox's cylinder back-projector, LEAP's cone
+    intersections). GPU figures of the cone intersection, contracted and with both
+    products rounded: `bench/triage/issue20_worth.json`, group D.
+
+    Not reported either (same revision): a difference compared only with non-zero
+    constants (`if (d < 1e-6f && d > -1e-6f)`, pyronn-torch's line intersection,
+    sheet-newcorpus12 N4). That is a tolerance test: the author already allows for
+    rounding, and contraction moves its outcome only for values within an ulp of the
+    tolerance. A difference also compared with zero, or with a variable, is reported.
 
     ## Why is this bad?
     With contraction nvcc computes `a*d - b*c` as `fma(a, d, -(b*c))`: one product is
@@ -68,6 +85,9 @@ class FmaContractionSensitive(Rule):
         if settings is not None and not settings.fmad:
             return
         for c in facts.contractions:
+            if c.kind == "difference-of-products" and (
+                    _radicand(ctx, c) or _against_tolerance(ctx, c)):
+                continue            # a discriminant guarding its root; a tolerance test
             fn = "__fmul_rn" if c.dtype == "float" else "__dmul_rn"
             if c.kind == "difference-of-products":
                 msg = (f"the sign of `{_short(c.text)}` is tested, but FMA contraction "
@@ -80,6 +100,79 @@ class FmaContractionSensitive(Rule):
             fix = _fix(ctx, c, fn)
             yield Finding(c.start, c.end, msg, fix=fix,
                           metrics={"kind": c.kind, "dtype": c.dtype, "engine": facts.engine})
+
+
+_SQRT = r"(?:std::)?(?:sqrtf?|__[fd]sqrt_r[nzud])\s*\(\s*"
+_CMP = r"(?:<=|>=|<|>|==|!=)"
+_NUMBER = re.compile(r"\(?\s*[-+]?\s*(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fFlL]?\s*\)?")
+
+
+def _tested_value(ctx, c):
+    """The difference's node (outside its parentheses), the variable it is stored in
+    (None when it is tested where it is computed) and the text of its function."""
+    node = ctx.root.descendant_for_byte_range(c.start, c.end)
+    while node is not None and node.parent is not None and \
+            node.parent.type == "parenthesized_expression":
+        node = node.parent
+    if node is None:
+        return None, None, ""
+    parent = node.parent
+    name = None
+    if parent is not None and parent.type == "init_declarator":
+        d = parent.child_by_field_name("declarator")
+        name = ctx.text(d) if d is not None and d.type == "identifier" else None
+    elif parent is not None and parent.type == "assignment_expression" and \
+            ctx.text(parent.child_by_field_name("operator")) == "=":
+        left = parent.child_by_field_name("left")
+        name = ctx.text(left) if left is not None and left.type == "identifier" else None
+    fn = parent
+    while fn is not None and fn.type != "function_definition":
+        fn = fn.parent
+    return node, name, ctx.text(fn) if fn is not None else ""
+
+
+def _radicand(ctx, c) -> bool:
+    """Is the tested difference a quadratic's discriminant: stored in a variable that the
+    same function passes to a square root (`D = B*B - A*C; if (D < 0) return; ...
+    sqrtf(D)`)? Near zero both outcomes of the test give nearly the same root, and the
+    contracted form is the more accurate one (sheet-newcorpus8 N10, sheet-newcorpus11 N4;
+    measured: bench/triage/issue20_worth.json, group D)."""
+    _, name, body = _tested_value(ctx, c)
+    return bool(name) and re.search(_SQRT + re.escape(name) + r"\s*\)", body) is not None
+
+
+def _against_tolerance(ctx, c) -> bool:
+    """Is the difference only ever compared with non-zero constants (`d < 1e-6f && d >
+    -1e-6f`)? A tolerance test: the author already allows for rounding, and an ulp of
+    contraction moves the outcome only for values within an ulp of the tolerance
+    (sheet-newcorpus12 N4, pyronn-torch's line intersection)."""
+    node, name, body = _tested_value(ctx, c)
+    if node is None:
+        return False
+    if name is None:
+        p = node.parent
+        if p is None or p.type != "binary_expression" or \
+                not re.fullmatch(_CMP, ctx.text(p.child_by_field_name("operator")) or ""):
+            return False
+        other = p.child_by_field_name("right" if p.child_by_field_name("left").id == node.id
+                                      else "left")
+        return other is not None and _nonzero_number(ctx.text(other))
+    n = re.escape(name)
+    operands = [m.group(1) for m in re.finditer(
+        rf"(?<![\w.])\b{n}\b\s*{_CMP}\s*([^;&|?:)]+)", body)]
+    operands += [m.group(1) for m in re.finditer(
+        rf"([-+]?[\w.]+[fFlL]?)\s*{_CMP}\s*\b{n}\b(?!\s*[\[.(])", body)]
+    return bool(operands) and all(_nonzero_number(o) for o in operands)
+
+
+def _nonzero_number(text: str) -> bool:
+    t = text.strip()
+    if not _NUMBER.fullmatch(t):
+        return False
+    try:
+        return float(re.sub(r"[()\s]|[fFlL]$", "", t)) != 0.0
+    except ValueError:
+        return False
 
 
 def _short(text: str) -> str:

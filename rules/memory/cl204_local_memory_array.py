@@ -324,8 +324,13 @@ def _advice(first, facts, room: _Room) -> tuple[str, str]:
                          "`__shfl_sync` instead of indexing")
             remedies.append("shuffle")
 
-    # 2. a table of constants: one copy for everybody; other arrays: one copy per thread
-    if facts.constant_table:
+    # 2. a table of constants: one copy for everybody; counts the block only adds
+    # together: one histogram per block; other arrays: one copy per thread
+    hist = _block_histogram(facts)
+    if hist is not None:
+        parts.append(hist)
+        remedies.append("block_histogram")
+    elif facts.constant_table:
         parts.append("move the table to `__constant__` memory (one copy for the grid; a "
                      "broadcast when the lanes of a warp read the same entry)" +
                      (f" or to shared memory (one {facts.bytes}-byte copy per block)"
@@ -406,3 +411,58 @@ def _no_shared(facts, room: _Room) -> str:
     return (f"shared memory is no way out: one {b}-byte copy per thread fits the "
             f"{_kb(room.dynamic_shared)} a block can have on {room.arch} only for blocks "
             f"of at most {n} threads")
+
+
+_UPDATES = ("+=", "-=")
+_COMBINE = ("atomicAdd", "__shfl")
+
+
+def _block_histogram(facts) -> str | None:
+    """The advice for a per-thread histogram that the block only adds together (fastmoe's
+    expert count, sheet-newcorpus12 W1): every write counts (`h[k] += 1`, `++h[k]`) or
+    clears (`= 0`), at least one at an index loaded from memory, and every other read
+    sits in a loop that combines threads (`__shfl*_sync`, `atomicAdd`). One histogram per
+    block in shared memory, updated with shared-memory atomics, replaces the copies:
+    measured on an H100, bench/triage/issue20_worth.json group H. None: not that shape,
+    or the histogram does not fit a block's static shared memory."""
+    arr = facts.array
+    if not facts.bytes or facts.bytes > STATIC_SHARED or facts.escapes:
+        return None
+    counted_from_memory = False
+    for a in facts.accesses:
+        node, up = a.node, a.node.parent
+        while up is not None and up.type == "parenthesized_expression":
+            node, up = up, up.parent
+        if up is None:
+            return None
+        if up.type == "update_expression" or (
+                up.type == "assignment_expression" and
+                up.child_by_field_name("left") is not None and
+                up.child_by_field_name("left").id == node.id):
+            op = up.child_by_field_name("operator")
+            op = op.text.decode() if op is not None else ""
+            if up.type == "update_expression" or op in _UPDATES:
+                counted_from_memory |= a.kind == "dynamic" and a.source == "memory"
+                continue
+            right = up.child_by_field_name("right")
+            if op == "=" and right is not None and right.text.strip() in (b"0", b"0.f",
+                                                                          b"0.0f", b"0.0"):
+                continue
+            return None
+        if a.is_store:
+            return None
+        loop = up
+        while loop is not None and loop.type not in ("for_statement", "while_statement",
+                                                     "do_statement", "function_definition"):
+            loop = loop.parent
+        if loop is None or loop.type == "function_definition" or \
+                not any(w.encode() in loop.text for w in _COMBINE):
+            return None
+    if not counted_from_memory:
+        return None
+    dims = "".join(f"[{d}]" for d in arr.dims)
+    return (f"its counts are only added together across the block: keep one histogram "
+            f"per block in shared memory (`__shared__ {arr.elem_type} {arr.name}{dims};`, "
+            f"{facts.bytes} bytes, cleared once), count with shared-memory atomics "
+            f"(`atomicAdd(&{arr.name}[...], 1)`) and add it to global memory once per "
+            f"block after a `__syncthreads()`")
