@@ -567,16 +567,22 @@ class Model:
         """Outermost ERROR / MISSING nodes: regions the parser could not read."""
         if not self.root.has_error:
             return []
+        # a cursor walk into the children that hold an error (no child lists built: a
+        # fuzzed sum 16,000 terms deep, erroneous at its bottom, is a third cheaper)
         found: list[Node] = []
-        stack = [self.root]
-        while stack:
-            node = stack.pop()
+        cursor = self.root.walk()
+        while True:
+            node = cursor.node
             if node.type == "ERROR" or node.is_missing:
                 found.append(node)
+            elif node.has_error and cursor.goto_first_child():
                 continue
-            if node.has_error:
-                stack.extend(node.children)
-        return sorted(found, key=lambda n: n.start_byte)
+            while not cursor.goto_next_sibling():
+                if not cursor.goto_parent():
+                    # source order; at one offset (a MISSING token where an ERROR
+                    # starts) the later sibling first, as the stack walk this replaced
+                    found.reverse()
+                    return sorted(found, key=lambda n: n.start_byte)
 
 
 # ---- helpers -------------------------------------------------------------------------

@@ -733,12 +733,21 @@ class _Parents:
     _TYPES = frozenset(("subscript_expression", "pointer_expression", "field_expression",
                         "parenthesized_expression", "argument_list"))
 
+    # the first questions go to Node.parent (its cost is the node's depth, in C): a body
+    # asked about a few nodes is not walked whole (a fuzzed 256 KB sum of 128,000 terms:
+    # 2 questions, 0.5 s of walk per lint, 8 lints per language-server session)
+    LAZY = 64
+
     def __init__(self, body: Node | None):
         self.map: dict[int, Node] | None = None
         self.body = body
+        self.asked = 0
 
     def __call__(self, node: Node) -> Node | None:
         if self.map is None:
+            self.asked += 1
+            if self.asked <= self.LAZY:
+                return node.parent
             self.map = _child_parents(self.body, self._TYPES) if self.body is not None \
                 else {}
         got = self.map.get(node.id)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, overload
 
 from tree_sitter import Node
 
@@ -243,7 +243,12 @@ def control_context(node: Node, body: Node) -> list[Guard]:
     parses as one) is an "opaque" guard: what it does with its body is unknown."""
     out: list[Guard] = []
     child = node
-    for cur in ancestors(node, body):
+    path = ancestors(node, body, MAX_GUARD_DEPTH)
+    if path is None:
+        # deeper than any program (a fuzzed sum of 16,000 terms with a barrier at its
+        # bottom, asked for each of its barriers): unknown, as a macro-like block is
+        return [Guard("opaque", body, None)]
+    for cur in path:
         t = cur.type
         if t == "if_statement":
             cons = cur.child_by_field_name("consequence")
@@ -286,18 +291,31 @@ def callee_short_name(fnode: Node | None) -> str:
     return text(fnode).split("::")[-1]
 
 
-def ancestors(node: Node, top: Node) -> list[Node]:
+# nesting below a body that control_context reads (the corpus's trees are under 1,000 deep)
+MAX_GUARD_DEPTH = 4_000
+
+
+@overload
+def ancestors(node: Node, top: Node) -> list[Node]: ...
+@overload
+def ancestors(node: Node, top: Node, limit: int) -> list[Node] | None: ...
+
+
+def ancestors(node: Node, top: Node, limit: int | None = None) -> list[Node] | None:
     """The ancestors of ``node`` below ``top``, innermost first (all of them, up to the
     root, when ``node`` is not inside ``top``). Found going down from ``top``:
     ``Node.parent`` costs the node's depth (tree-sitter walks down from the root), so
     walking up was quadratic in the depth -- minutes for a barrier 44,000 levels deep in
-    a fuzzed expression."""
+    a fuzzed expression. With ``limit``: None when ``node`` lies deeper than that below
+    ``top``."""
     path: list[Node] = []
     if top.id != node.id and top.start_byte <= node.start_byte \
             and node.end_byte <= top.end_byte:
         cur = top.child_with_descendant(node)
         while cur is not None and cur.id != node.id:
             path.append(cur)
+            if limit is not None and len(path) > limit:
+                return None
             cur = cur.child_with_descendant(node)
         if cur is not None:
             path.reverse()
