@@ -93,6 +93,19 @@ class ReadOnlyMissingRestrict(Rule):
     JacobiIteration, judged right in sheets newcorpus2 and issue14). CL205 reports the
     parameter on request.
 
+    (Revised 2026-11-25, sheet-newcorpus12 N2) A reload is not a default finding either
+    when, after the store that forces it, loads through other pointers that are not
+    `__restrict__` (read-only ones, or written ones other than the one stored) still wait
+    for that store: `const __restrict__` on the named pointer then removes one L1 hit
+    beside loads that stay. CCPi-Regularisation-Toolkit's `updBxBy2D` (`U[index]` again
+    after the store to `Bx`, beside `Dy[index]` and `By[index]`) ran 0.98x-0.99x with `U`
+    restricted and 0.95x-0.98x with every read pointer restricted on an H100
+    (`bench/triage/issue20_worth.json`, group R, `tools/gputruth/issue20_worth.py`), where
+    reloads that were the only loads left after the store gained: LEAP's ramp filter
+    (`G[ind].x *= H[k]; G[ind].y *= H[k];`) 1.81x-2.02x in its 8x8x8 launch and
+    1.13x-1.15x coalesced, optimum-quanto's 2-bit unpack (4 reloads of a byte) 1.05x; its
+    4-bit unpack (2 reloads) gained 1.02x and stays reported, a measured exception.
+
     The plain observation "this parameter is only read but not `const __restrict__`" on
     sm_70 and newer is CL205, off by default: measured on an H100, `const __restrict__`
     turns the loads into `LDG.E.CONSTANT` but changes the run time of a streaming kernel,
@@ -317,7 +330,8 @@ def reported(ctx):
                 yield kernel, acc, "read_only", reload
             elif reload is not None:
                 if not beside_atomics(ctx, kernel, reload) and \
-                        not once_beside_work(ctx, kernel, reload):
+                        not once_beside_work(ctx, kernel, reload) and \
+                        not other_loads_stay(reload, by_name):
                     yield kernel, acc, "reload", reload
             elif name in found.split_loads:
                 yield kernel, acc, "split_load", found.split_loads[name]
@@ -348,6 +362,47 @@ def beside_atomics(ctx, kernel, reload) -> bool:
     spans = {(a.node.start_byte, a.node.end_byte): a
              for a in ctx.analysis(LaneAnalysis).accesses if a.space == "global"}
     return all(_coalesced(spans.get((n.start_byte, n.end_byte))) for n in reload.loads)
+
+
+def other_loads_stay(reload, by_name) -> bool:
+    """A reload that is no default finding (sheet-newcorpus12 N2, CCPi-Regularisation-
+    Toolkit's ``updBxBy2D``): after the first store that forces it, loads through other
+    pointers that are not `__restrict__` (read-only ones, or written ones other than the
+    forcing store's) still wait for that store, so `const __restrict__` on this pointer
+    removes one L1 hit beside loads that stay. Measured on an H100
+    (bench/triage/issue20_worth.json, group R, `upd_ccpi`): 0.98x-0.99x with the named
+    pointer restricted, 0.95x-0.98x with every read pointer restricted; where the reload
+    was the only load left after the store the fix ran 1.05x (`unpack2`), 1.13x-2.0x
+    (LEAP's ramp filter) and 1.22x (`split`, fixtures/CL203/timing.json)."""
+    first, last = reload.loads[0], reload.loads[-1]
+    # the stores that force the reload: of an aliasing pointer, in a statement that ends
+    # after the first load and starts before the last (`Bx[i] += U[i] ...;` then `U[i]`)
+    forcing = [_statement(n) for name in reload.aliasers if name in by_name
+               for n, _ in by_name[name].writes]
+    forcing = [st for st in forcing
+               if st.end_byte >= first.end_byte and st.start_byte < last.start_byte and
+               not st.start_byte <= last.start_byte < st.end_byte]
+    if not forcing:
+        return False
+    after = min(st.end_byte for st in forcing)
+    end = _statement(last).end_byte
+    first_store = min(forcing, key=lambda st: st.end_byte)
+    stored = {name for name in reload.aliasers if name in by_name and any(
+        first_store.start_byte <= n.start_byte < first_store.end_byte
+        for n, _ in by_name[name].writes)}
+    for name, acc in by_name.items():
+        if name == reload.param or name in stored or acc.param.restrict:
+            continue
+        if any(after <= n.start_byte < end for n in acc.loads):
+            return True
+    return False
+
+
+def _statement(node):
+    """The statement around ``node``."""
+    while node.parent is not None and not node.type.endswith("statement"):
+        node = node.parent
+    return node
 
 
 def once_beside_work(ctx, kernel, reload) -> bool:

@@ -108,6 +108,15 @@ class LocalMemoryArray(Rule):
       which both shapes gain 5% or more; the 128 used before ("under 4 warps per SM")
       was never measured and withheld the advice from 2 KB and 4 KB arrays that ran
       2.19x to 34x faster with it. A table of constants needs one copy per block: `__constant__` memory or shared memory.
+    - (Revised 2026-11-25, issue 20: sheet-newcorpus12 W1) A per-thread histogram whose
+      counts the block only adds together (every write counts, `h[k] += 1`, or clears,
+      at least one at an index loaded from memory; every other read in a loop of warp
+      shuffles or atomics: fastmoe's expert count) needs one copy per block: the message
+      names one shared histogram per block updated with shared-memory atomics, where it
+      said that one copy per thread does not fit. Measured on an H100
+      (`bench/triage/issue20_worth.json`, group H, `tools/gputruth/issue20_worth.py`):
+      fastmoe's 256 bins per thread against one shared histogram per block, 64 and 2,048
+      experts, 2^16 and 2^20 tokens, ran 1.63x to 2.72x faster with the same counts.
     - Otherwise the message says that the local-memory traffic stays and that holding
       fewer elements per thread is what cuts it. (Revised 2026-11-24, issue 20:
       sheet-newcorpus8 N1) Such a finding is reported by default only where the array
@@ -131,7 +140,7 @@ class LocalMemoryArray(Rule):
       rule has no user setting to report them (tests set `report_without_remedy`).
 
     `metrics` give the remedy offered (`remedy`: `unroll`, `template`, `shuffle`,
-    `constant`, `shared`, `restructure`, joined by `+`), the registers the array would
+    `constant`, `block_histogram`, `shared`, `restructure`, joined by `+`), the registers the array would
     take and the block's threads when known.
 
     ## Why is this bad?
