@@ -38,6 +38,8 @@ _UNKNOWABLE = (" is imported", "returned by `", "read from a file")
 MAX_STEPS = 4000
 
 
+_BRACE = re.compile(r"[{}]")
+
 class _Opaque:
     """Opaque identifiers and where each came from: the placeholder as written
     (``%(name)s``, ``{dtype}``, ``$T``) or ``<expression>`` for an unknown operand of a
@@ -522,26 +524,31 @@ class Extractor(Flow, FileReads, ImportedValues):
             values_known = True
         kwargs = {k.arg: k.value for k in call.keywords if k.arg}
         t = template.text
-        out = MStr()
+        # the pieces are joined once at the end (`out + piece` in the loop copied the
+        # character maps again for each field: 55,000 `{{` of a fuzzed 130 KB template,
+        # 4.5 s), and runs without braces are passed over in one step
+        out: list[MStr] = []
         auto = 0
         i = 0
         lit_start = 0
-        while i < len(t):
+        n = len(t)
+        while i < n:
+            nxt = _BRACE.search(t, i)
+            if nxt is None:
+                break
+            i = nxt.start()
             c = t[i]
             if c in "{}" and i + 1 < len(t) and t[i + 1] == c:
-                out = out + template.slice(lit_start, i + 1)
+                out.append(template.slice(lit_start, i + 1))
                 i += 2
                 lit_start = i
                 continue
             if c == "}":
                 return None                        # str.format would raise
-            if c != "{":
-                i += 1
-                continue
             j = format_field_end(t, i)
             if j < 0:
                 return None
-            out = out + template.slice(lit_start, i)
+            out.append(template.slice(lit_start, i))
             body = t[i + 1:j - 1]
             m = re.match(r"([^!:.\[]*)([.\[][^!:]*)?(?:!([rsa]))?(?::(.*))?$", body, re.S)
             if m is None:
@@ -559,11 +566,12 @@ class Extractor(Flow, FileReads, ImportedValues):
                 value_expr = kwargs.get(name)
             if rest or not values_known:
                 value_expr = None
-            out = out + _in_macro(self.placeholder(value_expr, scope, depth, spec, conv,
-                                                   origin=t[i:j]), t, i)
+            out.append(_in_macro(self.placeholder(value_expr, scope, depth, spec, conv,
+                                                  origin=t[i:j]), t, i))
             i = j
             lit_start = i
-        return out + template.slice(lit_start, len(t))
+        out.append(template.slice(lit_start, n))
+        return MStr.concat(out)
 
     _PCT = re.compile(r"%(?:\((\w+)\))?([#0\- +]*)(\d+)?(?:\.(\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
 
