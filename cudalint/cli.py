@@ -526,6 +526,7 @@ def _check(args) -> int:
         raise UsageError(f"--statistics prints text or JSON; not --output-format {fmt}")
     fixed_total = 0
     would_change = 0
+    unbuilt: list[tuple[str, str]] = []      # .cu files no build compiles, not linted
 
     if args.add_noqa and (stdin_mode or args.fix or args.diff):
         raise UsageError("--add-noqa writes files: not with stdin, --fix or --diff")
@@ -575,7 +576,7 @@ def _check(args) -> int:
         try:
             targets = discover(paths, resolver,
                                includes=lookup.includes if lookup is not None else None,
-                               skipped=skipped)
+                               skipped=skipped, unbuilt=unbuilt)
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
         for shown, why in skipped:
@@ -644,9 +645,11 @@ def _check(args) -> int:
         # the summary counts what --fix fixed ("Found 3 findings (2 fixed, 1 remaining)")
         RENDER[fmt](results, console, unsafe_fixes=args.unsafe_fixes, quiet=args.quiet,
                     fixed=fixed_total, show_metrics=args.show_metrics)
-    if args.show_unread and fmt in ("full", "concise") and not args.statistics:
-        from cudalint.output.text import render_unread
-        render_unread(results, console)
+    if fmt in ("full", "concise") and not args.statistics:
+        from cudalint.output.text import render_unbuilt, render_unread
+        if args.show_unread:
+            render_unread(results, console)
+        render_unbuilt(unbuilt, console, listed=args.show_unread, quiet=args.quiet)
     _write_output(args, out_stream)
     remaining = sum(len(r.visible) for r in results)
     if args.exit_zero:

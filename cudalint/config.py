@@ -42,6 +42,7 @@ class Settings:
     exclude: tuple[str, ...] = tuple(DEFAULT_EXCLUDE)
     extend_exclude: tuple[str, ...] = ()
     respect_gitignore: bool = True
+    lint_unbuilt: bool = False       # lint .cu files no build of the project compiles
     arch: str = "sm_90"
     # whether `arch` was given (config or --arch): a given arch wins over the build files'
     # -arch/-gencode, the default does not (project/targets.py)
@@ -282,6 +283,7 @@ OPTIONS = {
     "exclude": ("exclude", _str_list),
     "extend-exclude": ("extend_exclude", _str_list),
     "respect-gitignore": ("respect_gitignore", _bool),
+    "lint-unbuilt": ("lint_unbuilt", _bool),
     "arch": ("arch", _arch),
     "fp64-promotion": ("fp64_promotion", _fp64_promotion),
     "block-size": ("block_size", _block),

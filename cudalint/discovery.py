@@ -195,14 +195,20 @@ def _kind_of(name: str) -> str | None:
 
 def discover(paths: list[str], resolver: ConfigResolver,
              includes: Callable[[Path, Settings], list[Path]] | None = None,
-             skipped: list[tuple[str, str]] | None = None) -> list[Target]:
+             skipped: list[tuple[str, str]] | None = None,
+             unbuilt: list[tuple[str, str]] | None = None) -> list[Target]:
     """``includes``: finds a .cu file's local headers in place of :func:`_local_includes`
     (the runner's cache lookup remembers them for unchanged files). ``skipped`` receives
     (display name, why) for each file named explicitly that is not linted
-    (:func:`unsupported`)."""
+    (:func:`unsupported`). ``unbuilt``: when given, ``.cu`` files found by walking a
+    folder that no build of the project compiles (:mod:`cudalint.project.unbuilt`) are
+    left out, and (display name, why) of each goes there; files named on the command
+    line, and every file under the ``lint-unbuilt`` setting, are linted."""
     seen: set[str] = set()
     targets: list[Target] = []
     gitignores = _GitIgnores()
+    walked: dict[int, Path] = {}            # id of a walked .cu target -> the walk's root
+    explicit: set[str] = set()
 
     def add(path: Path, kind: str, settings: Settings | None = None,
             absolute: str | None = None, display: str | None = None) -> None:
@@ -218,6 +224,7 @@ def discover(paths: list[str], resolver: ConfigResolver,
     for raw in paths:
         root = Path(raw)
         if root.is_file():
+            explicit.add(os.path.abspath(root))
             why = unsupported(root)
             if why is not None:
                 if skipped is not None:
@@ -252,8 +259,24 @@ def discover(paths: list[str], resolver: ConfigResolver,
                     continue
                 if shown is None:
                     shown = _display(Path(folder))
+                before = len(targets)
                 add(Path(folder, f), kind, settings, absolute,
                     f if shown == "." else os.path.join(shown, f))
+                if len(targets) > before and f.lower().endswith(".cu"):
+                    walked[id(targets[-1])] = root
+    if unbuilt is not None and walked:
+        from cudalint.project.unbuilt import unbuilt_reason
+        kept = []
+        for target in targets:
+            root = walked.get(id(target))
+            why = None if root is None or target.settings.lint_unbuilt or \
+                os.path.abspath(target.path) in explicit else \
+                unbuilt_reason(target.path, root)
+            if why is None:
+                kept.append(target)
+            else:
+                unbuilt.append((target.display, why))
+        targets = kept
     # local headers included from .cu files are linted once, like .cuh files
     for target in list(targets):
         if target.kind != "cuda":

@@ -107,6 +107,24 @@ def _unread_line(results, console) -> None:
                       "`--show-unread`).", highlight=False)
 
 
+def render_unbuilt(unbuilt, console, listed: bool = False, quiet: bool = False) -> None:
+    """The ``.cu`` files a folder walk left out because no build of the project compiles
+    them: one line (as ruff's "N hidden fixes"), each file with ``--show-unread``."""
+    if not unbuilt:
+        return
+    if listed:
+        for shown, why in unbuilt:
+            line(console, [("bold", shown), ": ", ("dim", "not linted"), ": ", why],
+                 highlight=False)
+    if quiet:
+        return
+    n = len(unbuilt)
+    console.print(f"{n} .cu file{'s' if n != 1 else ''} that no build compiles "
+                  f"{'were' if n != 1 else 'was'} not linted (list them with "
+                  "`--show-unread`; name a file, or set `lint-unbuilt = true`, to lint "
+                  "it).", highlight=False)
+
+
 def render_unread(results, console) -> None:
     """``--show-unread``: each compile call whose CUDA was not analysed, and why."""
     for r in results:
