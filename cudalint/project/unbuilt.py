@@ -96,11 +96,26 @@ class _Project:
 _PROJECTS: dict[str, _Project] = {}
 
 
+_GIT_ROOTS: dict[Path, Path | None] = {}
+_BUILD_FILES: dict[Path, bool] = {}
+
+
 def _git_root(folder: Path) -> Path | None:
-    for parent in [folder, *folder.parents]:
-        if (parent / ".git").exists():
-            return parent
-    return None
+    """The nearest folder at or above ``folder`` with ``.git`` (memoised per folder: every
+    file of a walk asks)."""
+    if folder in _GIT_ROOTS:
+        return _GIT_ROOTS[folder]
+    found = folder if (folder / ".git").exists() else \
+        (None if folder.parent == folder else _git_root(folder.parent))
+    _GIT_ROOTS[folder] = found
+    return found
+
+
+def _has_build_file(folder: Path) -> bool:
+    got = _BUILD_FILES.get(folder)
+    if got is None:
+        got = _BUILD_FILES[folder] = any((folder / n).is_file() for n in BUILD_NAMES)
+    return got
 
 
 def _project_root(path: Path, walk_root: Path) -> Path:
@@ -120,7 +135,7 @@ def _project_root(path: Path, walk_root: Path) -> Path:
 def _declares_a_build(path: Path, root: Path) -> bool:
     folder = path.parent
     for _ in range(MAX_LEVELS):
-        if any((folder / n).is_file() for n in BUILD_NAMES):
+        if _has_build_file(folder):
             return True
         if folder == root or folder.parent == folder:
             return False
@@ -151,3 +166,5 @@ def unbuilt_reason(path: Path, walk_root: Path) -> str | None:
 def forget() -> None:
     """Drop what was read (the language server's long runs; tests)."""
     _PROJECTS.clear()
+    _GIT_ROOTS.clear()
+    _BUILD_FILES.clear()
