@@ -27,62 +27,21 @@ CUDA events, median of 21 runs after two warm-ups. Writes bench/triage/issue20_w
 """
 from __future__ import annotations
 
-import argparse
-import json
-import re
-import subprocess
-import tempfile
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from timed_pairs import main, parse as _parse  # noqa: E402
+
 ROOT = HERE.parents[1]
 RECORD = ROOT / "bench" / "triage" / "issue20_worth.json"
-_LINE = re.compile(r"^([RBDH]) (.*)$")
+GROUPS = r"[RBDH]"
 
 
 def parse(text: str) -> list[dict]:
-    """One record per output line: its group and its key=value fields (numbers as
-    numbers, a trailing % dropped)."""
-    out = []
-    for line in text.splitlines():
-        m = _LINE.match(line.strip())
-        if not m:
-            continue
-        rec: dict = {"group": m[1]}
-        for field in m[2].split():
-            if "=" in field:
-                k, v = field.split("=", 1)
-                v = v.rstrip("%")
-                try:
-                    rec[k] = float(v) if "." in v else int(v)
-                except ValueError:
-                    rec[k] = v
-            else:
-                rec["body"] = (rec.get("body", "") + " " + field).strip()
-        out.append(rec)
-    return out
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        exe = str(Path(tmp) / "worth20")
-        subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-std=c++17", "-o", exe,
-                        str(HERE / "issue20_worth.cu")], check=True)
-        run = subprocess.run([exe], capture_output=True, text=True, timeout=400)
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
-                          "--format=csv,noheader"], capture_output=True, text=True).stdout
-    data = {"tool": "tools/gputruth/issue20_worth.py", "gpu": gpu.strip(),
-            "records": parse(run.stdout), "raw": run.stdout}
-    text = json.dumps(data, indent=1) + "\n"
-    print(run.stdout, run.stderr)
-    if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        Path(args.out, "issue20_worth.json").write_text(text)
-    RECORD.write_text(text)
+    return _parse(text, GROUPS)
 
 
 if __name__ == "__main__":
-    main()
+    main(HERE / "issue20_worth.cu", RECORD, GROUPS, "tools/gputruth/issue20_worth.py")
