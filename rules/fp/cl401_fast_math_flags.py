@@ -108,6 +108,8 @@ class FastMathFlags(Rule):
       (which flags survive a command line)
 
     ## Precision on unseen code
+    Precision on unseen code: 3/3 right, none wrong (2026-11-25, c7afdf7, the four new-project
+    sheets 9-12 re-scored, 52 projects; docs/precision.md).
     Precision on unseen code: 0/2 right (2026-11-24, ea1e6f7; docs/precision.md);
     earlier 2/3 (2026-11-24, 1d70d04); 0/9 right in the fourth triage (2026-11-24, d53ffd0:
     RWKV's deliberate flag over exp/division kernels, now not reported)

@@ -369,6 +369,8 @@ class UncoalescedGlobalAccess(Rule):
     - CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"
 
     ## Precision on unseen code
+    Precision on unseen code: 15/40 right (25 not worth: 12 kaolin-wisp ops only its tests call, LEAP's rows sorted in 8-thread blocks, a gather whose layout the API fixes, a few-KB table), none wrong (2026-11-25, c7afdf7, the four new-project
+    sheets 9-12 re-scored, 52 projects; docs/precision.md).
     Precision on unseen code: 18/45 right, 8 wrong (2026-11-24, a95f04b, 13 projects; the 8
     wrong fixed in 7968258 and 9e19fa6; docs/precision.md); earlier 2/3 (ea1e6f7), 6/18
     (1d70d04). The row stores of early-break scans judged not worth there by estimate
