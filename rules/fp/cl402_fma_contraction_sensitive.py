@@ -87,9 +87,10 @@ class FmaContractionSensitive(Rule):
         if settings is not None and not settings.fmad:
             return
         for c in facts.contractions:
-            if c.kind == "difference-of-products" and (
-                    _radicand(ctx, c) or _against_tolerance(ctx, c)):
-                continue            # a discriminant guarding its root; a tolerance test
+            if c.kind == "difference-of-products":
+                tested = _tested_value(ctx, c)
+                if _radicand(tested) or _against_tolerance(ctx, tested):
+                    continue        # a discriminant guarding its root; a tolerance test
             fn = "__fmul_rn" if c.dtype == "float" else "__dmul_rn"
             if c.kind == "difference-of-products":
                 msg = (f"the sign of `{_short(c.text)}` is tested, but FMA contraction "
@@ -111,7 +112,8 @@ _NUMBER = re.compile(r"\(?\s*[-+]?\s*(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fFlL]?
 
 def _tested_value(ctx, c):
     """The difference's node (outside its parentheses), the variable it is stored in
-    (None when it is tested where it is computed) and the text of its function."""
+    (None when it is tested where it is computed) and the text of its function: read once
+    for both tests below."""
     node = ctx.root.descendant_for_byte_range(c.start, c.end)
     while node is not None and node.parent is not None and \
             node.parent.type == "parenthesized_expression":
@@ -133,22 +135,22 @@ def _tested_value(ctx, c):
     return node, name, ctx.text(fn) if fn is not None else ""
 
 
-def _radicand(ctx, c) -> bool:
+def _radicand(tested) -> bool:
     """Is the tested difference a quadratic's discriminant: stored in a variable that the
     same function passes to a square root (`D = B*B - A*C; if (D < 0) return; ...
     sqrtf(D)`)? Near zero both outcomes of the test give nearly the same root, and the
     contracted form is the more accurate one (sheet-newcorpus8 N10, sheet-newcorpus11 N4;
     measured: bench/triage/issue20_worth.json, group D)."""
-    _, name, body = _tested_value(ctx, c)
+    _, name, body = tested
     return bool(name) and re.search(_SQRT + re.escape(name) + r"\s*\)", body) is not None
 
 
-def _against_tolerance(ctx, c) -> bool:
+def _against_tolerance(ctx, tested) -> bool:
     """Is the difference only ever compared with non-zero constants (`d < 1e-6f && d >
     -1e-6f`)? A tolerance test: the author already allows for rounding, and an ulp of
     contraction moves the outcome only for values within an ulp of the tolerance
     (sheet-newcorpus12 N4, pyronn-torch's line intersection)."""
-    node, name, body = _tested_value(ctx, c)
+    node, name, body = tested
     if node is None:
         return False
     if name is None:
