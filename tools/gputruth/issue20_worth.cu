@@ -8,6 +8,7 @@
 #include <vector>
 #include <algorithm>
 #include <cuda_runtime.h>
+#include "median_ms.cuh"
 
 #define ORIG(T) T*
 #define FIXED(T) const T* __restrict__
@@ -183,24 +184,7 @@ __global__ void cone(const float3* p_in, const float3* r_in, float* t_out, int n
 
 template <typename F>
 static float median_ms(F launch, int reps = 21) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  launch();
-  launch();
-  cudaDeviceSynchronize();
-  std::vector<float> t;
-  for (int r = 0; r < reps; r++) {
-    cudaEventRecord(a);
-    launch();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms;
-    cudaEventElapsedTime(&ms, a, b);
-    t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  return t[reps / 2];
+  return timed_median_ms(launch, reps, 2);
 }
 
 static void pair(const char* group, const char* what, float orig, float fixed) {

@@ -6,6 +6,7 @@
 #include <vector>
 #include <algorithm>
 #include <cuda_runtime.h>
+#include "median_ms.cuh"
 
 // ---- N2: a per-thread row re-read inside a 4-deep loop (gpu4pyscf sem/grad_kernel.cu) ----
 // row layout: P[p * 81 + k] (the finding: a stride of 648 bytes between lanes);
@@ -58,23 +59,7 @@ __global__ void n5_dot(double* out, const double* bra, const double* ket, int ng
 
 template <typename F>
 static float median_ms(F launch, int reps = 21) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  launch();
-  cudaDeviceSynchronize();
-  std::vector<float> t;
-  for (int r = 0; r < reps; r++) {
-    cudaEventRecord(a);
-    launch();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms;
-    cudaEventElapsedTime(&ms, a, b);
-    t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  return t[reps / 2];
+  return timed_median_ms(launch, reps, 1);
 }
 
 int main() {

@@ -8,6 +8,7 @@
 #include <vector>
 #include <algorithm>
 #include <cuda_runtime.h>
+#include "median_ms.cuh"
 
 template <bool COLUMN>
 __device__ __forceinline__ float& at(float* data, int ip, int k, int n, int threads) {
@@ -32,23 +33,7 @@ __global__ void trace(const float* solids, int n, float* data, float* g, int thr
 
 template <typename F>
 static float median_ms(F launch, int reps = 11) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  launch();
-  cudaDeviceSynchronize();
-  std::vector<float> t;
-  for (int r = 0; r < reps; r++) {
-    cudaEventRecord(a);
-    launch();
-    cudaEventRecord(b);
-    cudaEventSynchronize(b);
-    float ms;
-    cudaEventElapsedTime(&ms, a, b);
-    t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  return t[reps / 2];
+  return timed_median_ms(launch, reps, 1);
 }
 
 int main() {
